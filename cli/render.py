@@ -1,0 +1,125 @@
+"""Human output with rich: progress while working, the report, errors. Off-TTY safe."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from judge.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
+from judge.report import BenchResult, BuildInfo, CheckResult, Report
+from judge.verdict import Status
+
+STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
+
+
+class Live:
+    """Renders pipeline events: a transient status line for stages and timing, lines for results."""
+
+    def __init__(self, console: Console, quiet: bool = False):
+        self.console, self.quiet = console, quiet
+        self.status = None
+
+    def __enter__(self) -> "Live":
+        if not self.quiet:
+            self.status = self.console.status("starting", spinner="dots")
+            self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.status:
+            self.status.__exit__(*exc)
+
+    def __call__(self, event: Event) -> None:
+        if self.quiet:
+            return
+        c = self.console
+        if isinstance(event, Stage):
+            self.status.update(escape(event.text))  # type: ignore[union-attr]
+        elif isinstance(event, Timing):
+            self.status.update(f"timing {escape(event.workload)}: {escape(event.target)}, "  # type: ignore[union-attr]
+                               f"{event.samples} samples")
+        elif isinstance(event, Built):
+            build_summary(c, event.build)
+        elif isinstance(event, CaseDone):
+            mark = "[green]✓[/]" if event.case.passed else "[red]✗[/]"
+            c.print(f"  {mark} test {event.index + 1}/{event.total}  {escape(event.case.workload)}")
+        elif isinstance(event, BenchDone):
+            r = event.result
+            speed = f"  {r.speedup:.2f}× {escape(r.baselines[0].name)}" if r.speedup else ""
+            c.print(f"  ⏱ {escape(r.workload)}: {r.stats.median_ms:.4f} ms, {r.tflops:.1f} TFLOPS, "
+                    f"{r.gbps:.0f} GB/s, {r.roofline_pct:.0f}% of roofline{speed}")
+
+
+def build_summary(c: Console, b: BuildInfo) -> None:
+    how = "cached" if b.cached else f"{b.seconds:.1f} s"
+    c.print(f"  build ({b.arch}, {how}): {'ok' if b.ok else '[red]failed[/]'}")
+    for k in b.kernels:
+        spill = k.spill_store_bytes + k.spill_load_bytes
+        warn = f" [red]{spill} B spilled[/]" if spill else ""
+        c.print(f"    {escape(k.kernel)}: {k.registers} regs, {k.shared_bytes} B smem, "
+                f"{k.stack_bytes} B stack{warn}", highlight=False)
+
+
+def report(c: Console, r: Report) -> None:
+    if r.benchmarks:
+        c.print(bench_table(r))
+        if r.geomean_speedup:
+            c.print(f"geomean speedup over {escape(r.baseline_name or 'baseline')}: "
+                    f"[bold]{r.geomean_speedup:.3f}×[/]")
+        for b in r.benchmarks:
+            for bl in b.baselines:
+                if bl.drift_flagged:
+                    c.print(f"[yellow]warning: {escape(bl.name)} on {escape(b.workload)} drifted "
+                            f"{100 * bl.drift:.1f}% between its runs before and after: noisy machine[/]")
+    for case in r.tests:
+        for chk in case.checks:
+            if not chk.passed:
+                mismatch(c, case.workload, chk)
+    e = r.environment
+    if e.gpu:
+        c.print(f"[dim]{e.gpu}, driver {e.driver}, CUDA {e.cuda_runtime}, nvcc {e.nvcc}, "
+                f"torch {e.torch}, {e.arch}[/]", highlight=False)
+    style = STYLE.get(r.status, "bold red")
+    c.print(f"[{style}]{r.status.value}[/] {escape(r.problem)} · {escape(r.solution)} ({r.wall_s:.1f} s)")
+    if r.message:
+        c.print(escape(r.message), highlight=False)
+
+
+def bench_table(r: Report) -> Table:
+    t = Table(title=f"{r.problem}: benchmarks", title_justify="left")
+    for col in ("workload", "median ms", "95% CI", "TFLOPS", "GB/s", "% roofline", "baseline ms", "speedup"):
+        t.add_column(col, justify="left" if col == "workload" else "right")
+    for b in r.benchmarks:
+        t.add_row(*bench_row(b))
+    return t
+
+
+def bench_row(b: BenchResult) -> list[str]:
+    s = b.stats
+    base = b.baselines[0] if b.baselines else None
+    return [b.workload, f"{s.median_ms:.4f}", f"±{100 * s.ci_halfwidth_rel:.2f}%", f"{b.tflops:.1f}",
+            f"{b.gbps:.0f}", f"{b.roofline_pct:.0f}%", f"{base.median_ms:.4f}" if base else "-",
+            f"{base.speedup:.2f}×" if base else "-"]
+
+
+def mismatch(c: Console, workload: str, chk: CheckResult) -> None:
+    c.print(f"[red]{escape(chk.output)}[/] on {escape(workload)}: {chk.n_bad} of {chk.numel} elements wrong "
+            f"({chk.check}); worst abs err {chk.max_abs_err:.3g}, worst rel err {chk.max_rel_err:.3g}, "
+            f"NaN {chk.nan_count}, Inf {chk.inf_count}", highlight=False)
+    if chk.message:
+        c.print(f"  {escape(chk.message)}")
+    for m in chk.mismatches:
+        c.print(f"  {escape(chk.output)}{m.index}: got {m.got!r}, expected {m.expected!r}", highlight=False)
+
+
+def run(events, console: Console, quiet: bool) -> Report:
+    """Drive a pipeline generator, rendering as it goes; return the final report."""
+    final = None
+    with Live(console, quiet) as live:
+        for ev in events:
+            if isinstance(ev, Finished):
+                final = ev.report
+            else:
+                live(ev)
+    assert final is not None
+    return final

@@ -1,0 +1,340 @@
+"""spec → build → check → time → verdict. `evaluate()` yields events and ends with `Finished(report)`.
+
+The parent (this process) owns the inputs, the reference outputs, the secret and the verdict.
+Submitted code runs only in a worker process; baselines run in workers of their own. The build
+and the workers' start-up overlap with torch's import, so a cold `judge submit` costs little
+more than torch's own start.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from . import __version__, abi, build, device, toolkit
+from .bench import Policy
+from .events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
+from .report import (BaselineTiming, BenchResult, BuildInfo, Environment, KernelInfo, Report,
+                     TestCase)
+from .runner.local import WorkerFailure, WorkerProcess
+from .score import drift, drift_flagged, geomean
+from .spec import Problem, Workload, workload_id
+from .timing import ImpossibleTime, time_target
+from .verdict import Status
+
+RECHECK_SLOTS = 2
+MAX_SLOTS = 4
+
+
+@dataclass
+class Options:
+    mode: str = "submit"  # "submit": tests + timing; "test": tests only
+    device: int = 0
+    arch: str | None = None  # default: the local GPU's (sm_90a when there is none)
+    policy: Policy = field(default_factory=Policy)
+    baseline_policy: Policy = field(default_factory=lambda: Policy(budget_s=1.0))
+    prebuilt: build.BuildResult | None = None  # from build_many (verify, leaderboards)
+    secret: int | None = None  # default: fresh per run
+
+
+class _Verdict(Exception):
+    def __init__(self, status: Status, message: str):
+        self.status, self.message = status, message
+
+
+def build_request(problem: Problem, source: Path, arch: str) -> build.BuildRequest:
+    return build.BuildRequest(Path(source), abi.prototype_header(problem.params), problem.prototype(), arch)
+
+
+def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Iterator[Event]:
+    opts = opts or Options()
+    source = Path(source)
+    t0 = time.perf_counter()
+    report = Report(problem=problem.name, solution=str(source), mode=opts.mode,
+                    source_sha256=hashlib.sha256(source.read_bytes()).hexdigest(),
+                    status=Status.INTERNAL_ERROR,
+                    started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    run = _Run(problem, source, opts, report)
+    try:
+        yield from run.go()
+        report.status = Status.ACCEPTED
+    except _Verdict as v:
+        report.status, report.message = v.status, v.message
+    finally:
+        run.close()
+    report.wall_s = round(time.perf_counter() - t0, 3)
+    yield Finished(report)
+
+
+class _Run:
+    def __init__(self, problem: Problem, source: Path, opts: Options, report: Report):
+        self.problem, self.source, self.opts, self.report = problem, source, opts, report
+        self.secret = opts.secret if opts.secret is not None else secrets.randbits(63)
+        self.workers: list[WorkerProcess] = []
+        self.buffers = None
+
+    def close(self) -> None:
+        if self.buffers is not None:
+            self.buffers.free()
+        for w in self.workers:
+            w.close()
+
+    # -- stages ---------------------------------------------------------------------------------
+    def go(self) -> Iterator[Event]:
+        gpus = device.gpus()
+        gpu = next((g for g in gpus if g.index == self.opts.device), None)
+        arch = self.opts.arch or (build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a")
+        env = self.report.environment
+        env.judge, env.nvcc, env.arch = __version__, toolkit.nvcc_version(), arch
+        env.flags = " ".join(build.FLAGS + tuple(build.gencode(arch)))
+        if gpu:
+            env.gpu, env.gpu_uuid, env.driver = gpu.name, gpu.uuid, gpu.driver
+        yield Stage(f"building {self.source.name} for {arch}")
+        with ThreadPoolExecutor(1) as pool:
+            pending = None if self.opts.prebuilt else pool.submit(
+                build.build, build_request(self.problem, self.source, arch))
+            if gpu:  # start the workers and torch while nvcc runs
+                self.candidate = self._spawn("candidate")
+                self.baselines = [(b, self._spawn(f"baseline {b.name}", torch=True)) for b in self.problem.baselines
+                                  ] if self.opts.mode == "submit" else []
+                self._start_torch()
+            try:
+                result = self.opts.prebuilt or pending.result()  # type: ignore[union-attr]
+            except FileNotFoundError as e:
+                raise _Verdict(Status.INTERNAL_ERROR, str(e)) from None
+        self.report.build = BuildInfo(
+            ok=result.ok, cached=result.cached, seconds=round(result.seconds, 3), command=result.command,
+            arch=arch, log_tail=result.log[-4000:],
+            kernels=[KernelInfo(**vars(k)) for k in result.resources])
+        yield Built(self.report.build)
+        if not result.ok:
+            raise _Verdict(Status.COMPILE_ERROR, f"{result.error}\n\ncommand: {result.command}")
+        if not gpu:
+            raise _Verdict(Status.INTERNAL_ERROR, "no CUDA device is available: the build succeeded, "
+                           "but judging needs an NVIDIA GPU (run `judge doctor`)")
+        self.gpu = gpu
+        yield Stage("starting the worker")
+        self._ready(self.candidate, "starting the worker")
+        self._ask(self.candidate, "init", 30, "loading the library", params=self._wire_params(),
+                  lib=str(result.lib))
+        yield from self._tests()
+        if self.opts.mode == "submit" and self.problem.spec.benchmarks:
+            yield from self._benchmarks()
+
+    def _spawn(self, role: str, torch: bool = False) -> WorkerProcess:
+        w = WorkerProcess(self.opts.device, role, torch)
+        self.workers.append(w)
+        return w
+
+    def _start_torch(self) -> None:
+        import torch
+
+        from .cuda import Runtime
+        from .devmem import DeviceBuffers
+
+        torch.cuda.set_device(self.opts.device)
+        torch.zeros(1, device="cuda")
+        self.torch = torch
+        self.rt = Runtime(self.opts.device)
+        self.buffers = DeviceBuffers(self.rt)
+        env = self.report.environment
+        env.torch = torch.__version__
+        env.cuda_runtime = torch.version.cuda
+
+    def _wire_params(self) -> list[dict]:
+        return [{"name": n, "kind": "tensor" if ct.is_tensor else ct.scalar} for n, ct in self.problem.params]
+
+    def _ask(self, worker: WorkerProcess, op: str, timeout_s: float, what: str, **args) -> dict:
+        """A request whose failure is the submitter's (candidate) or the judge's (baseline)."""
+        try:
+            return worker.request(op, timeout_s, what, **args)
+        except WorkerFailure as f:
+            raise self._failure(worker, f) from None
+
+    def _ready(self, worker: WorkerProcess, what: str) -> None:
+        try:
+            worker.wait_ready()
+        except WorkerFailure as f:
+            raise _Verdict(Status.INTERNAL_ERROR, f"{what}: {f.message}\n{f.log_tail}") from None
+
+    def _failure(self, worker: WorkerProcess, f: WorkerFailure) -> _Verdict:
+        detail = f.message + (f"\nworker output (tail):\n{f.log_tail.strip()}" if f.log_tail.strip() else "")
+        if worker.role != "candidate":
+            return _Verdict(Status.INTERNAL_ERROR, f"baseline {worker.role}: {detail}")
+        if f.kind == "timeout":
+            return _Verdict(Status.TIMEOUT, detail)
+        if f.kind == "protocol":
+            return _Verdict(Status.REJECTED, f"result channel: {detail}")
+        return _Verdict(Status.RUNTIME_ERROR, detail)
+
+    # -- correctness ----------------------------------------------------------------------------
+    def _alloc(self, tag: str, workload: Workload) -> dict:
+        bufs = {}
+        for p in self.problem.tensors:
+            dtype = p.ctype.element.dtype  # type: ignore[union-attr]
+            bufs[p.name] = self.buffers.alloc(f"{tag}:{p.name}", dtype,  # type: ignore[union-attr]
+                                              self.problem.shape_of(p.name, workload))
+        return bufs
+
+    def _args(self, bufs: dict, workload: Workload) -> list[dict]:
+        out = []
+        for name, ct in self.problem.params:
+            if ct.is_tensor:
+                out.append({"buf": bufs[name].id})
+            elif ct.scalar == "int":
+                out.append({"int": int(workload[name])})
+            else:
+                out.append({"float": float(workload[name])})
+        return out
+
+    def _inputs(self, tag: str, workload: Workload, bufs: dict):
+        from . import workloads
+
+        tensors = {n: b.tensor for n, b in bufs.items()}
+        workloads.fill_inputs(self.problem, workload, tensors, self.secret, tag)
+        try:
+            expected = workloads.reference_outputs(self.problem, workload, tensors)
+        except Exception as e:  # noqa: BLE001 — the problem's reference is the judge's code
+            raise _Verdict(Status.INTERNAL_ERROR, f"the reference failed on {workload_id(workload)}: "
+                           f"{type(e).__name__}: {e}") from None
+        return expected
+
+    def _check(self, workload: Workload, bufs: dict, expected: dict) -> TestCase:
+        from .check import run_check
+
+        checks = [run_check(self.problem.spec.check, name, bufs[name].tensor, expected[name])
+                  for name in expected]
+        return TestCase(workload=workload_id(workload), passed=all(c.passed for c in checks), checks=checks)
+
+    def _tests(self) -> Iterator[Event]:
+        from .workloads import POISON_BYTES, poison
+
+        tests = self.problem.spec.tests
+        timeout = self.problem.spec.timeout_s
+        for i, w in enumerate(tests):
+            wid = workload_id(w)
+            yield Stage(f"test {i + 1}/{len(tests)}: {wid}")
+            bufs = self._alloc(f"test{i}", w)
+            expected = self._inputs(f"test{i}", w, bufs)
+            rng = secrets.SystemRandom()
+            for p in self.problem.outputs:
+                poison(bufs[p.name].tensor, rng.choice(POISON_BYTES))
+            self.torch.cuda.synchronize()
+            self._ask(self.candidate, "map", 60, "mapping buffers", buffers=[b.wire() for b in bufs.values()])
+            try:
+                self._ask(self.candidate, "call", timeout + 5, f"solve() on {wid}", args=self._args(bufs, w))
+            except _Verdict as v:
+                case = TestCase(workload=wid, passed=False, error=v.message)
+                self.report.tests.append(case)
+                yield CaseDone(i, len(tests), case)
+                v.message = f"on {wid}: {v.message}"
+                raise
+            case = self._check(w, bufs, expected)
+            self.report.tests.append(case)
+            yield CaseDone(i, len(tests), case)
+            self._ask(self.candidate, "unmap", 60, "unmapping buffers")
+            del expected
+            self.buffers.free()  # type: ignore[union-attr]
+            if not case.passed:
+                raise _Verdict(Status.WRONG_ANSWER, f"wrong output on {wid}")
+
+    # -- timing ---------------------------------------------------------------------------------
+    def _benchmarks(self) -> Iterator[Event]:
+        for b, w in self.baselines:
+            self._ready(w, f"starting baseline {b.name}")
+            path, func = self.problem.impl_path(b.impl)
+            self._ask(w, "init", 300, f"loading baseline {b.name}", params=self._wire_params(),
+                      baseline={"file": str(path), "func": func})
+        peaks = device.peaks(self.gpu)
+        env = self.report.environment
+        unit = self.problem.spec.compute
+        env.peak_copy_gbps, env.peak_tflops, env.peak_unit = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1), unit
+        benches = self.problem.spec.benchmarks
+        for j, w in enumerate(benches):
+            result = yield from self._bench_one(j, w, peaks)
+            self.report.benchmarks.append(result)
+            yield BenchDone(j, len(benches), result)
+        self.report.geomean_speedup = geomean(r.speedup for r in self.report.benchmarks)
+        if self.problem.baselines:
+            self.report.baseline_name = self.problem.baselines[0].name
+
+    def _bench_one(self, j: int, w: Workload, peaks: device.Peaks):
+        from . import workloads
+
+        wid = workload_id(w)
+        yield Stage(f"benchmark {j + 1}/{len(self.problem.spec.benchmarks)}: {wid}: preparing inputs")
+        slot_bytes = sum(b for b in (self._nbytes(p.name, w) for p in self.problem.tensors))
+        free, _ = self.torch.cuda.mem_get_info()
+        n_slots = max(1, min(MAX_SLOTS, int(0.4 * free // max(slot_bytes, 1))))
+        slots, expected_slots = [], []
+        for s in range(n_slots):
+            bufs = self._alloc(f"bench{j}.{s}", w)
+            tensors = {n: b.tensor for n, b in bufs.items()}
+            workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
+            slots.append(bufs)
+        self.torch.cuda.synchronize()
+        wire = [b.wire() for bufs in slots for b in bufs.values()]
+        args = [self._args(bufs, w) for bufs in slots]
+        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes} for p in self.problem.outputs]
+                for bufs in slots]
+        everyone = [self.candidate] + [wk for _, wk in self.baselines]
+        for wk in everyone:
+            self._ask(wk, "map", 120, "mapping buffers", buffers=wire)
+            self._ask(wk, "prepare", 60, "preparing the timed calls", slots=args, outputs=outs)
+        tel_before = device.telemetry(self.gpu.index)
+        before = {}
+        for b, wk in self.baselines:
+            before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy)
+        stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy)
+        # Re-check timed outputs: each slot holds the output of its last timed call.
+        rng = secrets.SystemRandom()
+        checked = rng.sample(range(n_slots), min(RECHECK_SLOTS, n_slots))
+        for s in checked:
+            tensors = {n: bt.tensor for n, bt in slots[s].items()}
+            expected = workloads.reference_outputs(self.problem, w, tensors)
+            case = self._check(w, slots[s], expected)
+            del expected
+            if not case.passed:
+                case.workload += f" (timed call, slot {s})"
+                self.report.tests.append(case)
+                raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+        baselines = []
+        for b, wk in self.baselines:
+            after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy)
+            mid = (before[b.name].median_ms + after.median_ms) / 2
+            baselines.append(BaselineTiming(name=b.name, before=before[b.name], after=after, median_ms=mid,
+                                            drift=drift(before[b.name], after),
+                                            drift_flagged=drift_flagged(before[b.name], after),
+                                            speedup=mid / stats.median_ms))
+        tel_after = device.telemetry(self.gpu.index)
+        for wk in everyone:
+            self._ask(wk, "unmap", 60, "unmapping buffers")
+        self.buffers.free()  # type: ignore[union-attr]
+        flops, nbytes = float(self.problem.flops(w)), float(self.problem.bytes(w))
+        floor_ms = max(flops / (peaks.tflops(self.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
+        med = stats.median_ms
+        return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
+                           gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
+                           baselines=baselines, rechecked_slots=len(checked),
+                           telemetry_before=tel_before, telemetry_after=tel_after)
+
+    def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy):
+        yield Timing(wid, target, 0)
+        try:
+            return (yield from time_target(worker, policy, self.problem.spec.timeout_s,
+                                           lambda n: Timing(wid, target, n)))
+        except WorkerFailure as f:
+            raise self._failure(worker, f) from None
+        except ImpossibleTime as e:
+            raise _Verdict(Status.REJECTED if worker.role == "candidate" else Status.INTERNAL_ERROR,
+                           f"impossible time on {wid}: {e}") from None
+
+    def _nbytes(self, name: str, w: Workload) -> int:
+        ct = dict(self.problem.params)[name]
+        return math.prod(self.problem.shape_of(name, w)) * ct.element.itemsize  # type: ignore[union-attr]

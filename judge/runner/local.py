@@ -1,0 +1,165 @@
+"""Start and talk to a worker process on the local GPU (DESIGN.md §5, §7 `local`).
+
+The parent never trusts the worker: a reply must carry the run's nonce, arrive within the
+deadline and be well-formed; a dead worker becomes a `WorkerFailure` whose kind the pipeline
+maps to RUNTIME_ERROR, TIMEOUT or REJECTED. Its stdout/stderr go to a file whose tail is shown.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
+LOG_TAIL_BYTES = 4000
+
+
+@dataclass
+class WorkerFailure(Exception):
+    kind: str  # "crash" | "cuda" | "timeout" | "protocol" | "python" | "os"
+    message: str
+    log_tail: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class WorkerProcess:
+    """One worker: `request()` sends a command and returns its reply (dict) or raises WorkerFailure."""
+
+    def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False):
+        self.role = role
+        self.nonce = secrets.token_hex(16)
+        self.workdir = tempfile.TemporaryDirectory(prefix=f"judge-{role}-")
+        self.log_path = Path(self.workdir.name) / "worker.log"
+        read_fd, write_fd = os.pipe()
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG",
+                                                            "JUDGE_CUDART", "CUDA_HOME")}
+        env["CUDA_VISIBLE_DEVICES"] = str(device)
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        env["PYTHONUNBUFFERED"] = "1"
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "judge.runner.worker", str(write_fd), self.nonce] + (["--torch"] if torch else []),
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+            cwd=self.workdir.name, env=env, preexec_fn=_limits, start_new_session=True)
+        log.close()
+        os.close(write_fd)
+        self.read_fd = read_fd
+        self.buffer = b""
+        self.started = time.perf_counter()
+
+    def wait_ready(self, timeout_s: float = 120.0) -> dict:
+        return self._reply(timeout_s, "starting the worker")
+
+    def request(self, op: str, timeout_s: float, what: str, on_progress=None, **args) -> dict:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(what) from None
+        return self._reply(timeout_s, what, on_progress)
+
+    def _reply(self, timeout_s: float, what: str, on_progress=None) -> dict:
+        deadline = time.perf_counter() + timeout_s
+        while True:
+            while b"\n" not in self.buffer:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    self.kill()
+                    raise WorkerFailure("timeout", f"{what}: no answer within {timeout_s:.1f} s",
+                                        self.log_tail())
+                ready, _, _ = select.select([self.read_fd], [], [], left)
+                if not ready:
+                    continue
+                chunk = os.read(self.read_fd, 1 << 16)
+                if not chunk:
+                    raise self._died(what)
+                self.buffer += chunk
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                self.kill()
+                raise WorkerFailure("protocol", f"{what}: the worker sent a malformed reply") from None
+            if not isinstance(msg, dict) or msg.get("nonce") != self.nonce:
+                self.kill()
+                raise WorkerFailure("protocol", f"{what}: a reply without this run's nonce")
+            if "progress" in msg:
+                if on_progress:
+                    on_progress(msg["progress"])
+                continue
+            if not msg.get("ok"):
+                err = msg.get("error") or {}
+                self.kill()
+                kind = err.get("kind", "protocol")
+                text = f"{err.get('text', 'unknown error')} ({err.get('name', '?')})"
+                if err.get("where"):
+                    text = f"{err['where']}: {text}"
+                raise WorkerFailure(kind, text, self.log_tail())
+            return msg
+
+    def _died(self, what: str) -> WorkerFailure:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+            how = f"the worker was killed by {name}"
+            if -code == signal.SIGXFSZ:
+                how += f" (more than {LOG_LIMIT_BYTES >> 20} MiB of output)"
+        else:
+            how = f"the worker exited with status {code}"
+        return WorkerFailure("crash", f"{what}: {how}", self.log_tail())
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(max(0, f.seek(0, 2) - LOG_TAIL_BYTES))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b'{"op": "exit"}\n')
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        try:
+            os.close(self.read_fd)
+        except OSError:
+            pass
+        self.workdir.cleanup()
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT_BYTES, LOG_LIMIT_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -1,0 +1,56 @@
+"""Where the CUDA toolkit is: nvcc, its version, CUDA_HOME. No GPU needed."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+
+def nvcc_path() -> str | None:
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home and (Path(home) / "bin" / "nvcc").exists():
+        return str(Path(home) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    default = Path("/usr/local/cuda/bin/nvcc")
+    return str(default) if default.exists() else None
+
+
+def cuda_home() -> str | None:
+    nvcc = nvcc_path()
+    if not nvcc:
+        return None
+    real = Path(nvcc).resolve()
+    if (real.parent.parent / "include" / "cuda_runtime.h").exists():
+        return str(real.parent.parent)
+    guess = Path("/usr/local/cuda")  # nvcc on PATH may be a wrapper script
+    return str(guess) if (guess / "include" / "cuda_runtime.h").exists() else None
+
+
+@lru_cache(maxsize=None)
+def nvcc_version() -> str | None:
+    """`13.0.88` or None when nvcc is missing or broken."""
+    nvcc = nvcc_path()
+    if not nvcc:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
+def cudart_dir() -> str | None:
+    home = cuda_home()
+    if not home:
+        return None
+    for sub in ("lib64", "targets/x86_64-linux/lib", "lib"):
+        d = Path(home) / sub
+        if list(d.glob("libcudart.so*")):
+            return str(d)
+    return None
