@@ -22,8 +22,8 @@ from . import render
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="kernel-judge: judge CUDA kernels against PyTorch references and vendor libraries.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 120)
 
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")

@@ -88,7 +88,7 @@ def report(c: Console, r: Report) -> None:
 def bench_table(r: Report) -> Table:
     t = Table(title=f"{r.problem}: benchmarks", title_justify="left")
     for col in ("workload", "median ms", "95% CI", "TFLOPS", "GB/s", "% roofline", "baseline ms", "speedup"):
-        t.add_column(col, justify="left" if col == "workload" else "right")
+        t.add_column(col, justify="left" if col == "workload" else "right", no_wrap=col == "workload")
     for b in r.benchmarks:
         t.add_row(*bench_row(b))
     return t

@@ -119,7 +119,7 @@ def build_many(requests: Iterable[BuildRequest], jobs: int | None = None,
             _write_if_changed(d / "src.cu", src)
             _write_if_changed(d / "proto.h", req.header.encode())
         plans.append((req, key, d, cached, shlex.join(_command(req, nvcc))))
-    todo = [p for p in plans if not p[3]]
+    todo = list({p[1]: p for p in plans if not p[3]}.values())  # one ninja rule per key
     seconds: dict[str, float] = {}
     if todo:
         seconds = _run_ninja(root, todo, jobs, on_progress)
@@ -211,19 +211,23 @@ def _exports_solve(lib: Path) -> bool:
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_FUNC_PROPS = re.compile(r"Function properties for (\S+)")
 _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
 def parse_resources(log: str) -> list[KernelResources]:
     """Registers, shared memory, stack and spills per kernel from `-Xptxas -v` output."""
     kernels: list[KernelResources] = []
-    current: KernelResources | None = None
+    current: KernelResources | None = None  # the entry whose "Used ..." line comes next
+    props: KernelResources | None = None  # whose "Function properties" block we are in
     for line in log.splitlines():
         if m := _ENTRY.search(line):
             current = KernelResources(m.group(1))
             kernels.append(current)
-        elif current and (m := _PROPS.search(line)):
-            current.stack_bytes, current.spill_store_bytes, current.spill_load_bytes = map(int, m.groups())
+        elif m := _FUNC_PROPS.search(line):  # a non-inlined device function's block is skipped
+            props = next((k for k in kernels if k.kernel == m.group(1)), None)
+        elif props and (m := _PROPS.search(line)):
+            props.stack_bytes, props.spill_store_bytes, props.spill_load_bytes = map(int, m.groups())
         elif current and "Used" in line and "registers" in line:
             current.registers = int(re.search(r"Used (\d+) registers", line).group(1))  # type: ignore[union-attr]
             smem = re.search(r"(\d+) bytes smem", line)

@@ -48,9 +48,10 @@ def parse(text: str | int | float, allowed: set[str]) -> Expr:
     except SyntaxError as e:
         raise ExprError(f"cannot parse {source!r}: {e.msg}") from None
     names: set[str] = set()
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
-            if node.id in _FUNCS:
+            if node.id in _FUNCS and id(node) in called:
                 continue
             if node.id not in allowed:
                 known = ", ".join(sorted(allowed)) or "none"

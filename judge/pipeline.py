@@ -228,7 +228,7 @@ class _Run:
             self.torch.cuda.synchronize()
             self._ask(self.candidate, "map", 60, "mapping buffers", buffers=[b.wire() for b in bufs.values()])
             try:
-                self._ask(self.candidate, "call", timeout + 5, f"solve() on {wid}", args=self._args(bufs, w))
+                self._ask(self.candidate, "call", timeout + 1, "solve()", args=self._args(bufs, w))
             except _Verdict as v:
                 case = TestCase(workload=wid, passed=False, error=v.message)
                 self.report.tests.append(case)

@@ -7,7 +7,7 @@ from .verdict import Status
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")  # NaN evidence round-trips
 
 
 class Mismatch(_M):

@@ -176,15 +176,43 @@ def load_problem(path: str | Path) -> Problem:
         raise ProblemError(file, [("-", f"not valid YAML: {e}")]) from None
     if not isinstance(raw, dict):
         raise ProblemError(file, [("-", "must be a mapping of fields")])
+    errors: list[tuple[str, str]] = []
+    bad: set[str] = set()
     try:
         spec = Spec.model_validate(raw)
     except ValidationError as e:
-        raise ProblemError(file, [(_loc(err["loc"]), _msg(err)) for err in e.errors()]) from None
-    errors: list[tuple[str, str]] = []
-    problem = _derive(root, spec, errors)
+        errors = [(_loc(err["loc"]), _msg(err)) for err in e.errors()]
+        bad = {str(err["loc"][0]) for err in e.errors() if err["loc"]}
+        spec = _repaired(raw, bad, root)  # so the checks below still report their errors
+        if spec is None:
+            raise ProblemError(file, errors) from None
+    problem = _derive(root, spec, errors, bad)
     if errors or problem is None:
         raise ProblemError(file, errors)
     return problem
+
+
+_PLACEHOLDERS = {"title": "-", "level": "easy", "reference": "reference.py:reference",
+                 "check": {"name": "exact"}, "bytes": 0, "tests": [{}]}
+
+
+def _repaired(raw: dict, bad: set[str], root: Path) -> Spec | None:
+    """The spec with its invalid fields replaced by placeholders (their checks are skipped)."""
+    fixed = {k: v for k, v in raw.items() if k in Spec.model_fields and k not in bad}
+    params = []
+    for p in raw.get("signature") or [] if isinstance(raw.get("signature"), list) else []:
+        try:
+            params.append(Param.model_validate(p))
+        except ValidationError:
+            pass
+    fixed["signature"] = params or [Param(name="_", type="float*", shape=[1])]
+    fixed.setdefault("name", root.name)
+    for k, v in _PLACEHOLDERS.items():
+        fixed.setdefault(k, v)
+    try:
+        return Spec.model_validate(fixed)
+    except ValidationError:
+        return None
 
 
 def _loc(loc: tuple) -> str:
@@ -207,8 +235,12 @@ def _msg(err: dict) -> str:
     return err["msg"].removeprefix("Value error, ")
 
 
-def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]]) -> Problem | None:
-    if spec.name != root.name:
+def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str] = frozenset()
+            ) -> Problem | None:
+    """Checks across fields; those of fields in `bad` (already reported) are skipped."""
+    if "signature" in bad:  # expressions and workloads name scalars that may be missing
+        bad = bad | {"inputs", "flops", "bytes", "tests", "benchmarks", "shapes"}
+    if spec.name != root.name and "name" not in bad:
         errors.append(("name", f"is {spec.name!r} but the folder is {root.name!r}"))
     names = [p.name for p in spec.signature]
     for n in {n for n in names if names.count(n) > 1}:
@@ -225,7 +257,7 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]]) -> Problem | 
             return None
 
     shapes: dict[str, tuple[Expr, ...]] = {}
-    for i, p in enumerate(spec.signature):
+    for i, p in enumerate(spec.signature if "shapes" not in bad else []):
         if p.ctype.is_tensor and not p.shape:
             errors.append((f"signature[{i}].shape", f"tensor {p.name!r} needs a shape"))
         elif not p.ctype.is_tensor and p.shape:
@@ -234,10 +266,10 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]]) -> Problem | 
             dims = [expr(f"signature[{i}].shape[{j}]", d) for j, d in enumerate(p.shape)]
             if all(dims):
                 shapes[p.name] = tuple(dims)  # type: ignore[arg-type]
-    if not any(p.ctype.is_output for p in tensors.values()):
+    if "signature" not in bad and not any(p.ctype.is_output for p in tensors.values()):
         errors.append(("signature", "no output tensor (a non-const pointer)"))
     scales: dict[str, Expr] = {}
-    for name, inp in spec.inputs.items():
+    for name, inp in (spec.inputs if "inputs" not in bad else {}).items():
         p = tensors.get(name)
         if p is None or p.ctype.is_output:
             errors.append((f"inputs.{name}", "is not an input tensor of the signature"))
@@ -247,17 +279,19 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]]) -> Problem | 
             scales[name] = s
         if inp.init == "randint" and p.ctype.element and p.ctype.element.is_float:
             errors.append((f"inputs.{name}.init", "randint needs an integer tensor"))
-    flops = expr("flops", spec.flops)
-    nbytes = expr("bytes", spec.bytes)
+    flops = expr("flops", spec.flops) if "flops" not in bad else None
+    nbytes = expr("bytes", spec.bytes) if "bytes" not in bad else None
     for key in ("tests", "benchmarks"):
-        for i, w in enumerate(getattr(spec, key)):
-            _check_workload(f"{key}[{i}]", w, scalars, errors)
+        for i, w in enumerate(getattr(spec, key) if key not in bad else []):
+            if _check_workload(f"{key}[{i}]", w, scalars, errors):
+                _check_shapes(f"{key}[{i}]", w, shapes, errors)
     baselines = tuple(spec.baseline if isinstance(spec.baseline, list) else
                       [spec.baseline] if spec.baseline else [])
-    if spec.benchmarks and not baselines:
+    if spec.benchmarks and not baselines and not bad & {"baseline", "benchmarks"}:
         errors.append(("baseline", "benchmarks need a baseline to compare with"))
-    _check_impl(root, "reference", spec.reference, errors)
-    for i, b in enumerate(baselines):
+    if "reference" not in bad:
+        _check_impl(root, "reference", spec.reference, errors)
+    for i, b in enumerate(baselines if "baseline" not in bad else []):
         where = "baseline.impl" if not isinstance(spec.baseline, list) else f"baseline[{i}].impl"
         _check_impl(root, where, b.impl, errors)
     if errors or flops is None or nbytes is None:
@@ -265,7 +299,8 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]]) -> Problem | 
     return Problem(root, spec, shapes, flops, nbytes, scales, baselines)
 
 
-def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: list) -> None:
+def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: list) -> bool:
+    before = len(errors)
     for k, v in w.items():
         if k not in scalars:
             errors.append((f"{where}.{k}", f"is not a scalar of the signature ({', '.join(scalars)})"))
@@ -276,6 +311,20 @@ def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: 
     for k in scalars:
         if k not in w:
             errors.append((f"{where}", f"missing scalar {k!r}"))
+    return len(errors) == before
+
+
+def _check_shapes(where: str, w: Workload, shapes: dict[str, tuple[Expr, ...]], errors: list) -> None:
+    """Every tensor dimension must come out a positive whole number on this workload."""
+    for name, dims in shapes.items():
+        for j, d in enumerate(dims):
+            try:
+                v = d(w)
+            except (ZeroDivisionError, OverflowError, ValueError) as e:
+                errors.append((where, f"shape of {name}[{j}] = {d}: {e}"))
+                continue
+            if v != int(v) or v < 1:
+                errors.append((where, f"shape of {name}[{j}] = {d} is {v}, not a positive whole number"))
 
 
 def _check_impl(root: Path, where: str, ref: str, errors: list) -> None:

@@ -118,8 +118,6 @@ class WorkerProcess:
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
             how = f"the worker was killed by {name}"
-            if -code == signal.SIGXFSZ:
-                how += f" (more than {LOG_LIMIT_BYTES >> 20} MiB of output)"
         else:
             how = f"the worker exited with status {code}"
         return WorkerFailure("crash", f"{what}: {how}", self.log_tail())
@@ -133,12 +131,12 @@ class WorkerProcess:
             return ""
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        """Kill the worker's whole session: it and anything it started, even after it exited."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
 
     def close(self) -> None:
         if self.proc.poll() is None:

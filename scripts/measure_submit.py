@@ -1,0 +1,70 @@
+"""Measure what docs/benchmarks.md records, on a GPU machine:
+
+1. the time `python3 -c "import torch; torch.zeros(1, device='cuda')"` takes (torch's own start);
+2. `judge submit` wall time for vector_add: cold (empty build cache, device peaks already
+   measured), cached, and the very first run on a machine (peaks measured too);
+3. the spread of medians over 5 repeated `judge submit` runs of an hgemm reference solution.
+
+Usage: python3 scripts/measure_submit.py [VECTOR_ADD_SOLUTION] [HGEMM_SOLUTION] > out.md
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def wall(cmd: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    return time.perf_counter() - t0, p
+
+
+def judge(*args: str) -> list[str]:
+    return [sys.executable, "-m", "cli.app", *args]
+
+
+def main() -> None:
+    va = sys.argv[1] if len(sys.argv) > 1 else str(sorted((ROOT / "reference_solutions/vector_add").glob("*.cu"))[-1])
+    hg = sys.argv[2] if len(sys.argv) > 2 else str(sorted((ROOT / "reference_solutions/hgemm").glob("*.cu"))[-1])
+    cache = Path(tempfile.mkdtemp(prefix="judge-cache-"))
+    env = dict(os.environ, JUDGE_CACHE=str(cache))
+    rows = []
+    t, _ = wall([sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"], env)
+    rows.append(("`import torch; torch.zeros(1, device='cuda')`", t))
+    t, p = wall(judge("submit", "problems/vector_add", va, "--json"), env)
+    rows.append(("`judge submit` vector_add, first run on this machine (nvcc + peaks measured)", t))
+    assert p.returncode == 0, p.stdout + p.stderr
+    shutil.rmtree(cache / "build")
+    t, p = wall(judge("submit", "problems/vector_add", va, "--json"), env)
+    cold = json.loads(p.stdout)
+    rows.append(("`judge submit` vector_add, cold (empty build cache)", t))
+    t, p = wall(judge("submit", "problems/vector_add", va, "--json"), env)
+    rows.append(("`judge submit` vector_add, cached build", t))
+    print("| what | wall s |\n|---|---|")
+    for what, s in rows:
+        print(f"| {what} | {s:.2f} |")
+    print(f"\nnvcc took {cold['build']['seconds']:.2f} s of the cold run; the report's wall_s "
+          f"(inside the process) was {cold['wall_s']:.2f} s.\n")
+    medians: dict[str, list[float]] = {}
+    for i in range(5):
+        _, p = wall(judge("submit", "problems/hgemm", hg, "--json"), env)
+        r = json.loads(p.stdout)
+        assert r["status"] == "ACCEPTED", r["message"]
+        for b in r["benchmarks"]:
+            medians.setdefault(b["workload"], []).append(b["stats"]["median_ms"])
+    print(f"hgemm `{Path(hg).name}`, 5 runs of `judge submit problems/hgemm`:\n")
+    print("| workload | medians (ms) | spread (max-min)/min |\n|---|---|---|")
+    for w, ms in medians.items():
+        print(f"| {w} | {', '.join(f'{m:.4f}' for m in ms)} | {100 * (max(ms) - min(ms)) / min(ms):.2f}% |")
+
+
+if __name__ == "__main__":
+    main()

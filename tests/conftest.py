@@ -1,0 +1,111 @@
+"""Shared fixtures: a hermetic build cache, the repo's problems, and one parallel build of all their files.
+
+Every nvcc compile of the suite that can be batched goes through `build_many` once (ninja runs them
+in parallel); the build cache is a session-scoped temporary folder, so no test sees a build made
+outside this run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from judge import abi, spec, toolkit
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS_DIR = ROOT / "problems"
+SOLUTIONS_DIR = ROOT / "reference_solutions"
+ARCHS = ("sm_90a", "sm_80")
+
+HAVE_NVCC = toolkit.nvcc_version() is not None
+skip_no_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc (the CUDA toolkit)")
+
+
+def nvcc_test(f):
+    """Mark a test `nvcc` and skip it where nvcc is missing."""
+    return pytest.mark.nvcc(skip_no_nvcc(f))
+
+
+def problem_dirs() -> list[Path]:
+    """Every folder under problems/ (a folder without problem.yaml is a broken problem, not a skip)."""
+    if not PROBLEMS_DIR.is_dir():
+        return []
+    return sorted(d for d in PROBLEMS_DIR.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
+
+
+def problem_names() -> list[str]:
+    return [d.name for d in problem_dirs()]
+
+
+def reference_files(name: str) -> list[Path]:
+    return sorted((SOLUTIONS_DIR / name).glob("*.cu"))
+
+
+def wrong_files(name: str) -> list[Path]:
+    return sorted((PROBLEMS_DIR / name / "wrong").glob("*.cu"))
+
+
+def control_files(name: str) -> list[Path]:
+    return reference_files(name) + wrong_files(name)
+
+
+def declares_compile_error(path: Path) -> bool:
+    first = path.read_text(errors="replace").splitlines()[:1]
+    return bool(first) and "expected:" in first[0] and "COMPILE_ERROR" in first[0]
+
+
+def try_load(name: str) -> spec.Problem | None:
+    try:
+        return spec.load_problem(PROBLEMS_DIR / name)
+    except spec.ProblemError:
+        return None
+
+
+def rel(path: Path) -> str:
+    return str(path.resolve().relative_to(ROOT))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def judge_cache(tmp_path_factory):
+    """Point the content-addressed build cache (and measured peaks) at a fresh folder for this run."""
+    mp = pytest.MonkeyPatch()
+    cache = tmp_path_factory.mktemp("judge-cache")
+    mp.setenv("JUDGE_CACHE", str(cache))
+    yield cache
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def problem_builds(tmp_path_factory, judge_cache):
+    """ONE build_many for: every problem's `judge init` starter (sm_90a) and every reference solution
+    and wrong control for both sm_90a and sm_80. Maps (problem, relpath-or-"starter", arch) → BuildResult."""
+    if not HAVE_NVCC:
+        pytest.skip("needs nvcc (the CUDA toolkit)")
+    from judge import build
+    from judge.pipeline import build_request
+
+    starters = tmp_path_factory.mktemp("starters")
+    keys, requests = [], []
+    for name in problem_names():
+        p = try_load(name)
+        if p is None:
+            continue  # test_problems reports the spec errors
+        starter = starters / f"{name}.cu"
+        starter.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
+        keys.append((name, "starter", "sm_90a"))
+        requests.append(build_request(p, starter, "sm_90a"))
+        for f in control_files(name):
+            for arch in ARCHS:
+                keys.append((name, rel(f), arch))
+                requests.append(build_request(p, f, arch))
+    # Identical requests (same bytes, header, arch) are built once: build_many cannot take duplicates
+    # (see test_build.py::test_identical_sources_in_one_call), and one is enough anyway.
+    unique: dict[tuple, int] = {}
+    for req in requests:
+        unique.setdefault((Path(req.source).read_bytes(), req.header, req.arch, req.extra_flags), len(unique))
+    index = [unique[(Path(r.source).read_bytes(), r.header, r.arch, r.extra_flags)] for r in requests]
+    firsts: dict[int, object] = {}
+    for r, i in zip(requests, index):
+        firsts.setdefault(i, r)
+    built = build.build_many([firsts[i] for i in range(len(unique))]) if unique else []
+    return {k: built[i] for k, i in zip(keys, index)}

@@ -1,0 +1,247 @@
+"""Timing statistics, the stopping rule, the timing loop (with a fake worker), and scoring."""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from judge import bench, score
+from judge.bench import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
+from judge.report import Stats
+from judge.runner.local import WorkerFailure
+from judge.timing import ImpossibleTime, time_target
+
+
+def stats(median: float, lo: float, hi: float) -> Stats:
+    return Stats(median_ms=median, ci_low_ms=lo, ci_high_ms=hi, min_ms=lo, samples=100, warmup_calls=3,
+                 stop_reason="noise")
+
+
+# -- median_ci ---------------------------------------------------------------------------------------
+
+def test_median_ci_known_samples():
+    # n=100: ranks 50 ± 1.96*sqrt(100)/2 = 50 ± 9.8 → 0-based indices 40 and 59.
+    assert median_ci(list(range(1, 101))) == (41, 60)
+    assert median_ci(list(range(100, 0, -1))) == (41, 60)  # order does not matter
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 20, 21, 1000])
+def test_median_ci_brackets_the_median(n):
+    rng = random.Random(n)
+    s = [rng.lognormvariate(0, 0.5) for _ in range(n)]
+    lo, hi = median_ci(s)
+    assert min(s) <= lo <= statistics.median(s) <= hi <= max(s)
+    assert lo in s and hi in s
+
+
+def test_median_ci_single_and_constant():
+    assert median_ci([3.5]) == (3.5, 3.5)
+    assert median_ci([2.0] * 50) == (2.0, 2.0)
+
+
+def test_median_ci_empty_raises():
+    with pytest.raises(ValueError):
+        median_ci([])
+
+
+def test_median_ci_narrows_with_more_samples():
+    rng = random.Random(7)
+    widths = []
+    for n in (20, 200, 2000):
+        lo, hi = median_ci([rng.gauss(10, 1) for _ in range(n)])
+        widths.append(hi - lo)
+    assert widths[0] > widths[1] > widths[2]
+
+
+@pytest.mark.parametrize("n, draw, true_median", [
+    (50, lambda r: r.expovariate(1.0), math.log(2)),            # skewed
+    (20, lambda r: r.lognormvariate(0.0, 1.0), 1.0),            # the minimum sample count
+    (200, lambda r: r.gauss(5.0, 2.0), 5.0),
+])
+def test_median_ci_coverage(n, draw, true_median):
+    rng = random.Random(12345)
+    trials = 1000
+    hits = 0
+    for _ in range(trials):
+        lo, hi = median_ci([draw(rng) for _ in range(n)])
+        hits += lo <= true_median <= hi
+    assert 0.92 <= hits / trials <= 0.995, hits / trials
+
+
+def test_summarize():
+    s = summarize([3.0, 1.0, 2.0, 5.0, 4.0], warmup_calls=7, stop_reason="budget")
+    assert s.median_ms == 3.0 and s.min_ms == 1.0 and s.samples == 5 and s.warmup_calls == 7
+    assert s.stop_reason == "budget" and s.ci_low_ms <= 3.0 <= s.ci_high_ms
+    assert s.ci_halfwidth_rel == pytest.approx((s.ci_high_ms - s.ci_low_ms) / 2 / 3.0)
+
+
+# -- stop_reason ---------------------------------------------------------------------------------------
+
+def noisy(n: int, seed: int = 0) -> list[float]:
+    rng = random.Random(seed)
+    return [1.0 + rng.random() for _ in range(n)]  # ±50%: never within a 0.5% noise target
+
+
+def test_stop_on_noise():
+    p = Policy(noise=0.01, min_samples=20)
+    steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
+    assert stop_reason(steady, 0.0, p) == "noise"
+    assert stop_reason(steady[:19], 0.0, p) is None  # fewer than min_samples
+
+
+def test_noisy_samples_go_on_until_budget():
+    p = Policy(noise=0.005, min_samples=20, budget_s=1.0)
+    assert stop_reason(noisy(100), 0.5, p) is None
+    assert stop_reason(noisy(100), 1.0, p) == "budget"
+    assert stop_reason(noisy(2), 5.0, p) is None   # at least 3 samples even past the budget
+    assert stop_reason(noisy(3), 5.0, p) == "budget"
+
+
+def test_max_samples_wins():
+    p = Policy(noise=0.005, max_samples=50, budget_s=100.0)
+    assert stop_reason(noisy(49), 0.0, p) is None
+    assert stop_reason(noisy(50), 0.0, p) == "max_samples"
+    assert stop_reason([1.0] * 50, 0.0, p) == "max_samples"  # checked before noise
+
+
+def test_zero_times_do_not_stop_on_noise():
+    p = Policy(min_samples=20, budget_s=1.0)
+    assert stop_reason([0.0] * 30, 0.0, p) is None
+
+
+# -- batch_size / warmup_count --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("per_call_ms, expected", [(0.5, 100), (50.0, 1), (1000.0, 1), (1e-6, 1000),
+                                                   (0.0, 1000), (0.05, 1000), (0.1, 500)])
+def test_batch_size(per_call_ms, expected):
+    assert batch_size(per_call_ms, Policy(batch_s=0.05)) == expected
+
+
+@pytest.mark.parametrize("per_call_ms", [0.0, 1e-5, 0.003, 0.2, 7.0, 3000.0])
+def test_batch_size_bounds(per_call_ms):
+    k = batch_size(per_call_ms, Policy())
+    assert 1 <= k <= 1000
+    if k > 1:
+        assert (k - 1) * per_call_ms <= Policy().batch_s * 1000
+
+
+@pytest.mark.parametrize("first_ms", [0.0, 1e-4, 0.01, 1.0, 12.5, 25.0, 100.0, 5000.0])
+def test_warmup_count_bounds(first_ms):
+    p = Policy(warmup_ms=25.0, min_warmup_calls=3)
+    more = warmup_count(first_ms, p)
+    calls = more + 1  # with the first one
+    per_call = max(first_ms, 1e-3)
+    assert more >= p.min_warmup_calls - 1
+    assert calls * per_call >= p.warmup_ms - 1e-9  # enough warm-up time
+    if more > p.min_warmup_calls - 1:
+        assert (calls - 1) * per_call < p.warmup_ms  # and not more calls than needed
+
+
+def test_warmup_count_examples():
+    p = Policy(warmup_ms=25.0, min_warmup_calls=3)
+    assert warmup_count(1.0, p) == 24
+    assert warmup_count(100.0, p) == 2
+    assert warmup_count(0.1, p) == 249
+
+
+# -- the timing loop, driven through a fake worker --------------------------------------------------------
+
+class FakeWorker:
+    def __init__(self, per_call_ms, count=None):
+        self.per_call_ms, self.count, self.asked = per_call_ms, count, []
+
+    def request(self, op, timeout_s, what, **args):
+        assert op == "time_batch"
+        k = args["k"]
+        self.asked.append(k)
+        n = self.count(k) if self.count else k
+        return {"times_ms": [self.per_call_ms(len(self.asked), i) for i in range(n)]}
+
+
+def drive(gen):
+    events = []
+    try:
+        while True:
+            events.append(next(gen))
+    except StopIteration as stop:
+        return stop.value, events
+
+
+def test_time_target_stops_on_noise_and_counts_warmup():
+    w = FakeWorker(lambda b, i: 0.001)
+    policy = Policy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10)
+    result, events = drive(time_target(w, policy, 1.0, lambda n: ("progress", n)))
+    assert result.stop_reason == "noise" and result.median_ms == 0.001
+    assert result.samples >= 20 and result.warmup_calls == sum(w.asked[:-len(events)])
+    assert events[-1] == ("progress", result.samples)
+    assert [n for _, n in events] == sorted(n for _, n in events)
+
+
+def test_time_target_respects_max_samples():
+    rng = random.Random(0)
+    w = FakeWorker(lambda b, i: 0.001 * (1 + rng.random()))
+    policy = Policy(max_samples=30, warmup_ms=0.001, batch_s=0.000007, budget_s=100)
+    result, _ = drive(time_target(w, policy, 1.0, lambda n: n))
+    assert result.stop_reason == "max_samples" and result.samples == 30
+
+
+def test_time_target_rejects_impossible_times():
+    w = FakeWorker(lambda b, i: 10_000.0)  # 10 s of "GPU time" reported instantly
+    with pytest.raises(ImpossibleTime):
+        drive(time_target(w, Policy(), 1.0, lambda n: n))
+
+
+@pytest.mark.parametrize("count, value", [(lambda k: k - 1 if k > 1 else 0, 0.001), (None, float("nan")),
+                                          (None, -1.0)])
+def test_time_target_rejects_malformed_batches(count, value):
+    w = FakeWorker(lambda b, i: value, count)
+    with pytest.raises(WorkerFailure) as info:
+        drive(time_target(w, Policy(), 1.0, lambda n: n))
+    assert info.value.kind == "protocol"
+
+
+# -- score ----------------------------------------------------------------------------------------------
+
+def test_geomean():
+    assert score.geomean([1.0, 4.0]) == pytest.approx(2.0)
+    assert score.geomean([2.0, 8.0, 4.0]) == pytest.approx(4.0)
+    assert score.geomean([3.0]) == pytest.approx(3.0)
+    assert score.geomean([2.0, None, 0.0, 8.0]) == pytest.approx(4.0)  # unmeasured values ignored
+    assert score.geomean([]) is None and score.geomean([None]) is None
+
+
+def test_compare():
+    fast, slow = stats(1.0, 0.9, 1.1), stats(2.0, 1.9, 2.1)
+    assert score.compare(fast, slow) == "FASTER"
+    assert score.compare(slow, fast) == "SLOWER"
+    overlap = stats(1.15, 1.05, 1.25)
+    assert score.compare(fast, overlap) == "SAME" == score.compare(overlap, fast)
+    touching = stats(1.2, 1.1, 1.3)  # intervals share an endpoint
+    assert score.compare(fast, touching) == "SAME"
+    assert score.compare(fast, fast) == "SAME"
+    # medians 10% apart, but the intervals overlap: a tie, not a rank
+    assert score.compare(stats(1.0, 0.8, 1.2), stats(1.1, 0.9, 1.3)) == "SAME"
+
+
+def test_drift_and_flag():
+    before = stats(1.0, 0.99, 1.01)
+    assert score.drift(before, stats(1.1, 1.09, 1.11)) == pytest.approx(0.1)
+    assert score.drift_flagged(before, stats(1.1, 1.09, 1.11))
+    assert not score.drift_flagged(before, stats(1.1, 1.0, 1.2))             # overlapping: noise
+    assert not score.drift_flagged(before, stats(1.015, 1.0105, 1.02))       # apart, but only 1.5%
+    assert score.drift_flagged(before, stats(0.9, 0.89, 0.91))              # faster after counts too
+    assert score.drift(stats(0.0, 0.0, 0.0), before) == 0.0
+
+
+def test_bench_module_has_no_heavy_imports():
+    """The worker imports judge.bench: it must stay pure Python (no torch, no pydantic at import)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, judge.bench; bad = [m for m in ('torch', 'pydantic') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert bench.Policy().noise > 0

@@ -1,0 +1,165 @@
+"""evaluate() on a machine without a GPU, verify's controls, and seeded inputs — no nvcc needed here."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from judge import build, device, spec, workloads
+from judge.events import Built, Finished, Stage
+from judge.pipeline import Options, build_request, evaluate
+from judge.verdict import Status
+from judge.verify import ControlError, controls, expected_status
+
+from conftest import PROBLEMS_DIR
+from test_spec import VALID, write_problem
+
+NO_GPU = not device.gpus()
+
+
+@pytest.fixture
+def vector_add():
+    return spec.load_problem(PROBLEMS_DIR / "vector_add")
+
+
+def run(problem, source, **kw):
+    events = list(evaluate(problem, source, Options(mode="test", **kw)))
+    assert isinstance(events[-1], Finished) and not any(isinstance(e, Finished) for e in events[:-1])
+    return events[-1].report, events
+
+
+def fake_result(problem, source: Path, ok: bool, error: str | None = None) -> build.BuildResult:
+    req = build_request(problem, source, "sm_90a")
+    return build.BuildResult(req, ok, "k" * 24, source if ok else None, "cd /x && nvcc -o lib.so src.cu",
+                             "ptxas info : Used 8 registers", 1.5, False, error=error,
+                             resources=[build.KernelResources("k(int)", registers=8)])
+
+
+def test_compile_error_verdict_from_a_prebuilt_result(vector_add, tmp_path):
+    src = tmp_path / "x.cu"
+    src.write_text("broken")
+    prebuilt = fake_result(vector_add, src, False, "x.cu(1): error: this declaration has no storage class")
+    report, events = run(vector_add, src, prebuilt=prebuilt)
+    assert report.status == Status.COMPILE_ERROR and report.exit_code == 1
+    assert "no storage class" in report.message and "command: cd /x && nvcc" in report.message
+    assert report.build and not report.build.ok and report.build.kernels[0].registers == 8
+    assert report.source_sha256 == hashlib.sha256(b"broken").hexdigest()
+    assert report.problem == "vector_add" and report.mode == "test" and report.environment.arch == "sm_90a"
+    assert [type(e) for e in events] == [Stage, Built, Finished]
+    assert report.wall_s >= 0 and report.started_at
+
+
+@pytest.mark.skipif(not NO_GPU, reason="the no-GPU verdict")
+def test_built_but_no_gpu_is_internal_error(vector_add, tmp_path):
+    src = tmp_path / "x.cu"
+    src.write_text("// fine")
+    report, _ = run(vector_add, src, prebuilt=fake_result(vector_add, src, True))
+    assert report.status == Status.INTERNAL_ERROR and report.exit_code == 3
+    assert "no CUDA device" in report.message and report.build.ok
+
+
+def test_missing_nvcc_is_internal_error(vector_add, tmp_path, monkeypatch):
+    monkeypatch.setattr(build.toolkit, "nvcc_path", lambda: None)
+    monkeypatch.setattr(build.toolkit, "nvcc_version", lambda: None)
+    src = tmp_path / "x.cu"
+    src.write_text("// anything")
+    report, _ = run(vector_add, src)
+    assert report.status == Status.INTERNAL_ERROR and "nvcc not found" in report.message
+
+
+def test_arch_option_is_used(vector_add, tmp_path):
+    src = tmp_path / "x.cu"
+    src.write_text("broken")
+    report, _ = run(vector_add, src, arch="sm_80", prebuilt=fake_result(vector_add, src, False, "e"))
+    assert report.environment.arch == "sm_80" and "arch=compute_80" in report.environment.flags
+
+
+# -- verify's controls -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("first_line, status, reason", [
+    ("// expected: WRONG_ANSWER — tail not handled", Status.WRONG_ANSWER, "tail not handled"),
+    ("// expected: TIMEOUT - spins forever", Status.TIMEOUT, "spins forever"),
+    ("//expected:RUNTIME_ERROR", Status.RUNTIME_ERROR, ""),
+    ("  // expected: REJECTED -- side stream", Status.REJECTED, "side stream"),
+    ("// expected: COMPILE_ERROR", Status.COMPILE_ERROR, ""),
+])
+def test_expected_status_parses(tmp_path, first_line, status, reason):
+    f = tmp_path / "c.cu"
+    f.write_text(first_line + "\n__global__ void k() {}\n")
+    assert expected_status(f) == (status, reason)
+
+
+@pytest.mark.parametrize("text", ["", "// expected: WRONG\n", "// WRONG_ANSWER\n", "#include <x>\n// expected: TIMEOUT\n",
+                                  "// expected: wrong_answer\n"])
+def test_expected_status_rejects(tmp_path, text):
+    f = tmp_path / "c.cu"
+    f.write_text(text)
+    with pytest.raises(ControlError) as info:
+        expected_status(f)
+    assert "expected: STATUS" in str(info.value) and str(f) in str(info.value)
+
+
+def test_controls_lists_references_then_wrongs(tmp_path):
+    d = write_problem(tmp_path / "problems", VALID)
+    sol = tmp_path / "reference_solutions" / "toy"
+    sol.mkdir(parents=True)
+    (sol / "02_fast.cu").write_text("// fast")
+    (sol / "01_naive.cu").write_text("// naive")
+    (d / "wrong").mkdir()
+    (d / "wrong" / "race.cu").write_text("// expected: WRONG_ANSWER — race\n")
+    cs = controls(spec.load_problem(d))
+    assert [(c.path.name, c.kind, c.expected) for c in cs] == [
+        ("01_naive.cu", "reference", Status.ACCEPTED), ("02_fast.cu", "reference", Status.ACCEPTED),
+        ("race.cu", "wrong", Status.WRONG_ANSWER)]
+    assert cs[2].reason == "race"
+
+
+# -- seeded inputs -----------------------------------------------------------------------------------
+
+def test_inputs_are_seeded_and_fresh_per_secret_phase_and_workload():
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+
+    def draw(secret, phase, n=64):
+        t = {x.name: torch.empty(n) for x in p.tensors}
+        workloads.fill_inputs(p, {"n": n}, t, secret, phase)
+        return t
+
+    a, b = draw(1, "test0"), draw(1, "test0")
+    assert torch.equal(a["A"], b["A"]) and torch.equal(a["B"], b["B"])   # replayable
+    assert not torch.equal(a["A"], a["B"])                               # per tensor
+    assert not torch.equal(a["A"], draw(2, "test0")["A"])                # per secret
+    assert not torch.equal(a["A"], draw(1, "test1")["A"])                # per phase
+    assert not torch.equal(a["A"][:32], draw(1, "test0", 32)["A"])       # per workload
+
+
+def test_fill_input_kinds():
+    out = torch.empty(10000)
+    workloads.fill_input(out, spec.InputSpec(init="rand", low=2, high=3, scale=2.0), 2.0, 1)
+    assert 4.0 <= out.min() and out.max() < 6.0
+    workloads.fill_input(out, spec.InputSpec(init="randn"), 3.0, 1)
+    assert 2.7 < float(out.std()) < 3.3
+    ints = torch.empty(1000, dtype=torch.int32)
+    workloads.fill_input(ints, spec.InputSpec(init="randint", low=-3, high=4), 1.0, 1)
+    assert int(ints.min()) == -3 and int(ints.max()) == 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_poison_makes_every_element_large_or_nan(dtype):
+    for byte in (workloads.POISON_BYTES[0], workloads.POISON_BYTES[-1], 0x7F, 0xC0):
+        t = torch.zeros(8, dtype=dtype)
+        workloads.poison(t, byte)
+        v = t.double()
+        assert bool(((v.abs() >= 2) | torch.isnan(v)).all()), (dtype, hex(byte), v)
+
+
+def test_as_outputs():
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    t = torch.zeros(3)
+    assert workloads.as_outputs(p, t) == {"C": t}
+    assert workloads.as_outputs(p, {"C": t})["C"] is t
+    with pytest.raises(TypeError):
+        workloads.as_outputs(p, {"D": t})
+    with pytest.raises(TypeError):
+        workloads.as_outputs(p, [t])
