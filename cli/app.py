@@ -247,7 +247,3 @@ def main() -> None:
     from . import verify_cmd  # noqa: F401  (registers `judge verify`)
 
     app()
-
-
-if __name__ == "__main__":
-    main()

@@ -38,14 +38,14 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                 rows.append(checked)
                 if status:
                     c = checked.control
-                    mark = "[green]✓[/]" if checked.ok else "[red]✗[/]"
+                    mark = "[green]✓[/]" if checked.ok else "[yellow]–[/]" if _no_gpu(checked) else "[red]✗[/]"
                     err.print(f"{mark} {c.problem.name}/{c.path.name}: {checked.report.status.value} "
                               f"(expected {c.expected.value})")
                     status.update(f"judging ({len(rows)} done)")
         finally:
             if status:
                 status.stop()
-        no_gpu = [r for r in rows if not r.ok and r.report.status == Status.INTERNAL_ERROR]
+        no_gpu = [r for r in rows if _no_gpu(r)]
         failed = [r for r in rows if not r.ok and r not in no_gpu]
         if as_json:
             print(json.dumps([{"problem": r.control.problem.name, "file": str(r.control.path),
@@ -57,7 +57,7 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                 t.add_column(col)
             for r in rows:
                 t.add_row(r.control.problem.name, r.control.path.name, r.control.expected.value,
-                          r.report.status.value, "ok" if r.ok else "FAIL")
+                          r.report.status.value, "ok" if r.ok else "no GPU" if r in no_gpu else "FAIL")
             out.print(t)
             for r in failed:
                 out.print(f"[red]FAIL[/] {escape(str(r.control.path))}: expected {r.control.expected.value}, "
@@ -65,3 +65,8 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
             out.print(f"{len(rows) - len(failed) - len(no_gpu)} ok, {len(failed)} failed, "
                       f"{len(no_gpu)} not judged (no GPU)")
     raise typer.Exit(1 if failed else 3 if no_gpu else 0)
+
+
+def _no_gpu(r) -> bool:
+    """Built, but not judged: this machine has no GPU (not a failure of the control)."""
+    return not r.ok and r.report.status == Status.INTERNAL_ERROR and "no CUDA device" in r.report.message

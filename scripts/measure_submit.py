@@ -28,7 +28,7 @@ def wall(cmd: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]
 
 
 def judge(*args: str) -> list[str]:
-    return [sys.executable, "-m", "cli.app", *args]
+    return [sys.executable, "-m", "cli", *args]
 
 
 def main() -> None:

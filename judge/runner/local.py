@@ -147,7 +147,7 @@ class WorkerProcess:
             except OSError:
                 pass
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
