@@ -23,6 +23,7 @@ class Policy:
     warmup_ms: float = 25.0
     min_warmup_calls: int = 3
     batch_s: float = 0.05  # GPU time per batch between stopping checks
+    rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
 
 
 def median_ci(samples: list[float], z: float = 1.96) -> tuple[float, float]:

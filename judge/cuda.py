@@ -122,6 +122,9 @@ class Runtime:
     def record(self, event: int) -> None:
         check(self.lib.cudaEventRecord(event, None), "cudaEventRecord")
 
+    def event_synchronize(self, event: int) -> None:
+        check(self.lib.cudaEventSynchronize(ctypes.c_void_p(event)), "cudaEventSynchronize")
+
     def elapsed_ms(self, start: int, end: int) -> float:
         ms = ctypes.c_float()
         check(self.lib.cudaEventElapsedTime(ctypes.byref(ms), start, end), "cudaEventElapsedTime")

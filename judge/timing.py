@@ -14,6 +14,7 @@ from .report import Stats
 from .runner.local import WorkerFailure, WorkerProcess
 
 WALL_SLACK_MS = 1.0
+REST_PER_CALL_MS = 0.5  # calls at least this long rest after each call, shorter ones per batch
 
 
 class ImpossibleTime(Exception):
@@ -23,10 +24,12 @@ class ImpossibleTime(Exception):
 def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
                 progress: Callable[[int], object]) -> Generator[object, None, Stats]:
     """Yields progress events (whatever `progress(n)` makes); returns the Stats."""
+    per_call = False  # becomes True once the warm-up shows long calls
 
     def batch(k: int) -> list[float]:
         t0 = time.perf_counter()
-        reply = worker.request("time_batch", timeout_s * k + 30, "timing solve()", k=k)
+        reply = worker.request("time_batch", (timeout_s * k) * (1 + policy.rest) + 30, "timing solve()",
+                               k=k, rest=policy.rest, per_call=per_call)
         wall_ms = (time.perf_counter() - t0) * 1000
         times = [float(x) for x in reply.get("times_ms", [])]
         if len(times) != k or any(not (t >= 0) for t in times):
@@ -41,8 +44,9 @@ def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
     while more > 0:
         warm += batch(min(more, 1000))
         more -= 1000
-    per_call = sorted(warm[-3:])[len(warm[-3:]) // 2]
-    k = batch_size(per_call, policy)
+    call_ms = sorted(warm[-3:])[len(warm[-3:]) // 2]
+    per_call = call_ms >= REST_PER_CALL_MS  # noqa: F841 (read by batch() through the closure)
+    k = batch_size(call_ms, policy)
     samples: list[float] = []
     spent_s = 0.0
     while True:

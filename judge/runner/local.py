@@ -137,19 +137,11 @@ class WorkerProcess:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
+        if self.proc.stdin:
+            self.proc.stdin.close()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(b'{"op": "exit"}\n')
-                self.proc.stdin.close()
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                pass
+        """End the worker now: it holds nothing the parent needs, and the driver frees its context."""
         self.kill()
         try:
             os.close(self.read_fd)

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import sys
+import time
 
 from ..cuda import CudaError, Runtime
 
@@ -110,8 +111,14 @@ class Worker:
             self.events.append((self.rt.event(), self.rt.event()))
         return {}
 
-    def time_batch(self, k: int) -> dict:
-        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs."""
+    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False) -> dict:
+        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs.
+
+        With `rest` > 0 the GPU idles `rest` × the busy time, after each call (`per_call`, for
+        long calls) or after the batch (short calls run back to back within it), so a heavy
+        kernel's average power stays under the board's cap and the clocks do not sag while it is
+        timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
+        """
         k = max(1, min(k, MAX_EVENTS))
         self.rt.reset_persisting_l2()
         for i in range(k):
@@ -124,10 +131,15 @@ class Worker:
             self.rt.record(start)
             self.call_target(self.slots[s])  # type: ignore[misc]
             self.rt.record(end)
+            if rest > 0 and per_call:
+                self.rt.event_synchronize(end)
+                time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
         self.rt.last_error("launching solve()")
         self.rt.synchronize("solve() on the device")
-        return {"times_ms": [self.rt.elapsed_ms(*self.events[i]) for i in range(k)],
-                "calls": self.next_slot}
+        times = [self.rt.elapsed_ms(*self.events[i]) for i in range(k)]
+        if rest > 0 and not per_call:
+            time.sleep(sum(times) * rest / 1000)
+        return {"times_ms": times, "calls": self.next_slot}
 
 
 def main() -> None:
