@@ -20,7 +20,7 @@ from typing import Iterator
 from . import __version__, abi, build, device, toolkit
 from .bench import Policy
 from .events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
-from .report import (BaselineTiming, BenchResult, BuildInfo, Environment, KernelInfo, Report,
+from .report import (BaselineTiming, BenchResult, BuildInfo, KernelInfo, Report,
                      TestCase)
 from .runner.local import WorkerFailure, WorkerProcess
 from .score import drift, drift_flagged, geomean
@@ -272,7 +272,7 @@ class _Run:
         slot_bytes = sum(b for b in (self._nbytes(p.name, w) for p in self.problem.tensors))
         free, _ = self.torch.cuda.mem_get_info()
         n_slots = max(1, min(MAX_SLOTS, int(0.4 * free // max(slot_bytes, 1))))
-        slots, expected_slots = [], []
+        slots = []
         for s in range(n_slots):
             bufs = self._alloc(f"bench{j}.{s}", w)
             tensors = {n: b.tensor for n, b in bufs.items()}

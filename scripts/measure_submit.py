@@ -57,7 +57,7 @@ def main() -> None:
           f"(inside the process) was {cold['wall_s']:.2f} s.\n")
     medians: dict[str, list[float]] = {}
     clocks: dict[str, list[str]] = {}
-    for i in range(5):
+    for _ in range(5):
         _, p = wall(judge("submit", "problems/hgemm", hg, "--json"), env)
         r = json.loads(p.stdout)
         assert r["status"] == "ACCEPTED", r["message"]

@@ -104,3 +104,23 @@ def test_cli_submit_json(tmp_path):
     data = json.loads(result.stdout)
     assert data["status"] == "ACCEPTED" and len(data["tests"]) == len(
         spec.load_problem(ROOT / "problems" / "vector_add").spec.tests)
+
+
+@pytest.mark.parametrize("body, text", [
+    ("""
+        __global__ void k(const float* a, float* c) {  // a 16-byte load from a 4-byte aligned address
+            float4 v = *reinterpret_cast<const float4*>(a + 1 + 4 * threadIdx.x);
+            c[threadIdx.x] = v.x;
+        }
+        extern "C" void solve(const float* A, const float* B, float* C, int n) { k<<<1, 32>>>(A, C); }
+    """, "misaligned address"),
+    ("""
+        __global__ void k(float* c) { c[threadIdx.x] = 1.f; }
+        extern "C" void solve(const float* A, const float* B, float* C, int n) { k<<<1, 4096>>>(C); }
+    """, "invalid configuration"),
+])
+def test_cuda_errors_are_runtime_errors_with_their_text(tmp_path, body, text):
+    src = write(tmp_path, "bad.cu", "#include <cuda_runtime.h>\n" + body)
+    report, _ = judge("vector_add", src)
+    assert report.status == Status.RUNTIME_ERROR, report.message
+    assert text in report.message.lower(), report.message
