@@ -118,8 +118,8 @@ def peaks(gpu: GpuInfo) -> Peaks:
 def _measure(gpu: GpuInfo) -> Peaks:
     import torch
 
-    def best_ms(fn, *args, reps: int = 10, **kwargs) -> float:
-        """Median time of `fn(*args)` over `reps` calls after one warm-up call, resting between."""
+    def best_ms(fn, *args, reps: int = 20, **kwargs) -> float:
+        """Fastest time of `fn(*args)` over `reps` calls after one warm-up call, resting between."""
         fn(*args, **kwargs)
         torch.cuda.synchronize()
         times = []
@@ -131,7 +131,7 @@ def _measure(gpu: GpuInfo) -> Peaks:
             b.synchronize()
             times.append(a.elapsed_time(b))
             time.sleep(times[-1] / 1000)  # rest as the judge's timing does: clocks under the power cap
-        return sorted(times)[len(times) // 2]
+        return min(times)  # a peak is the best the device was seen to do
 
     n = 1 << 28  # 1 GiB per tensor
     x = torch.empty(n, dtype=torch.float32, device="cuda").normal_()

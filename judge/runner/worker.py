@@ -124,9 +124,9 @@ class Worker:
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
+            for ptr, nbytes in self.slot_outputs[s]:  # poison first, then flush: the poison's
+                self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)  # lines leave L2
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
-            for ptr, nbytes in self.slot_outputs[s]:
-                self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)
             start, end = self.events[i]
             self.rt.record(start)
             self.call_target(self.slots[s])  # type: ignore[misc]
