@@ -16,7 +16,7 @@
 #include <cuda_fp16.h>
 #include <cmath>
 
-constexpr int BR = 16, BC = 64, WARPS = 4, ROWS_PER_WARP = BR / WARPS, MAXD = 128;
+constexpr int BR = 16, BC = 64, WARPS = 4, ROWS_PER_WARP = BR / WARPS;
 
 template <int D>
 __global__ void __launch_bounds__(WARPS * 32) attn_kernel(const half* __restrict__ Q,

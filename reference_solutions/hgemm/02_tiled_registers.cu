@@ -20,7 +20,7 @@
 constexpr int BM = 128, BN = 128, BK = 16, THREADS = 256;
 
 template <bool VEC>
-__global__ void __launch_bounds__(THREADS) gemm_kernel(const half* __restrict__ A,
+__global__ void __launch_bounds__(THREADS, 2) gemm_kernel(const half* __restrict__ A,
                                                        const half* __restrict__ B,
                                                        half* __restrict__ C, int M, int N, int K) {
     __shared__ __align__(16) float As[2][BK][BM];  // As[s][k][m] = A[row0 + m][k0 + k]
