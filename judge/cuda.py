@@ -43,15 +43,13 @@ def load() -> ctypes.CDLL:
     vp = ctypes.c_void_p
     lib.cudaGetErrorString.restype = ctypes.c_char_p
     lib.cudaGetErrorName.restype = ctypes.c_char_p
-    for name in ("cudaMalloc", "cudaFree", "cudaMemsetAsync", "cudaMemcpy", "cudaEventCreate",
-                 "cudaEventRecord", "cudaEventSynchronize", "cudaEventElapsedTime",
-                 "cudaEventDestroy", "cudaDeviceSynchronize", "cudaGetLastError",
-                 "cudaIpcGetMemHandle", "cudaIpcOpenMemHandle", "cudaIpcCloseMemHandle",
-                 "cudaDeviceGetAttribute", "cudaSetDevice", "cudaGetDeviceCount", "cudaFree",
-                 "cudaCtxResetPersistingL2Cache", "cudaRuntimeGetVersion", "cudaDriverGetVersion"):
+    for name in ("cudaMalloc", "cudaFree", "cudaMemsetAsync", "cudaEventCreate", "cudaEventRecord",
+                 "cudaEventSynchronize", "cudaEventElapsedTime", "cudaDeviceSynchronize",
+                 "cudaGetLastError", "cudaIpcGetMemHandle", "cudaIpcOpenMemHandle",
+                 "cudaIpcCloseMemHandle", "cudaDeviceGetAttribute", "cudaSetDevice",
+                 "cudaCtxResetPersistingL2Cache"):
         getattr(lib, name).restype = ctypes.c_int
     lib.cudaMemsetAsync.argtypes = [vp, ctypes.c_int, ctypes.c_size_t, vp]
-    lib.cudaMemcpy.argtypes = [vp, vp, ctypes.c_size_t, ctypes.c_int]
     lib.cudaEventRecord.argtypes = [vp, vp]
     lib.cudaEventElapsedTime.argtypes = [ctypes.POINTER(ctypes.c_float), vp, vp]
     lib.cudaIpcGetMemHandle.argtypes = [ctypes.POINTER(_IpcHandle), vp]
@@ -105,9 +103,6 @@ class Runtime:
     def memset_async(self, ptr: int, byte: int, nbytes: int) -> None:
         check(self.lib.cudaMemsetAsync(ptr, byte, nbytes, None), "cudaMemsetAsync")
 
-    def memcpy_dtoh(self, dst: ctypes.Array, src: int, nbytes: int) -> None:
-        check(self.lib.cudaMemcpy(ctypes.addressof(dst), src, nbytes, 2), "cudaMemcpy")
-
     def synchronize(self, where: str = "cudaDeviceSynchronize") -> None:
         check(self.lib.cudaDeviceSynchronize(), where)
 
@@ -147,9 +142,3 @@ class Runtime:
 
     def ipc_close(self, ptr: int) -> None:
         check(self.lib.cudaIpcCloseMemHandle(ctypes.c_void_p(ptr)), "cudaIpcCloseMemHandle")
-
-    def versions(self) -> tuple[int, int]:
-        r, d = ctypes.c_int(), ctypes.c_int()
-        self.lib.cudaRuntimeGetVersion(ctypes.byref(r))
-        self.lib.cudaDriverGetVersion(ctypes.byref(d))
-        return r.value, d.value
