@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge import abi, spec
-from judge.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE
+from judge.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
 
 from . import render
 
@@ -27,6 +27,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.st
 
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
+DbOpt = typer.Option(None, "--db", help="Results store (default: $JUDGE_DB or .judge/judge.db).")
 
 
 class Usage(Exception):
@@ -88,7 +89,7 @@ def _solution(path: Path) -> Path:
 
 
 def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
-           arch: Optional[str], budget: float) -> None:
+           arch: Optional[str], budget: float, db: Optional[Path], record: bool) -> None:
     from judge.bench import Policy
     from judge.pipeline import Options, evaluate
 
@@ -104,7 +105,21 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
             print(report.model_dump_json(indent=2))
         else:
             render.report(out, report)
+        if record and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
+            _record(report, db)
     raise typer.Exit(report.exit_code)
+
+
+def _record(report, db: Optional[Path]) -> None:
+    """Append the report to the results store. A store that cannot be written costs a warning,
+    never the verdict (the report is already on stdout)."""
+    from judge.store import Store, StoreError
+
+    try:
+        with Store(db) as store:
+            store.record(report)
+    except StoreError as e:
+        err.print(f"[yellow]warning:[/] the result was not recorded: {escape(str(e))}")
 
 
 @app.command()
@@ -113,9 +128,11 @@ def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g.
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
            device: int = typer.Option(0, help="GPU index."),
            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-           budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel.")) -> None:
+           budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel."),
+           db: Optional[Path] = DbOpt,
+           record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store.")) -> None:
     """Build, check on every test workload, time against the baseline, and give a verdict."""
-    _judge(problem, solution, "submit", as_json, debug, device, arch, budget)
+    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record)
 
 
 @app.command()
@@ -123,14 +140,18 @@ def test(problem: str = typer.Argument(..., help="Problem folder or name"),
          solution: Path = typer.Argument(..., help="Your .cu file"),
          as_json: bool = JsonOpt, debug: bool = DebugOpt,
          device: int = typer.Option(0, help="GPU index."),
-         arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's).")) -> None:
+         arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+         db: Optional[Path] = DbOpt,
+         record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store.")) -> None:
     """Correctness only: build and check every test workload (no timing)."""
-    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0)
+    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record)
 
 
 @app.command("list")
-def list_(as_json: bool = JsonOpt) -> None:
-    """The problems, easy to hard, with level and tags."""
+def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+    """The ladder: problems easy to hard, with level, tags and what you have solved."""
+    from judge.store import Store, StoreError, default_path
+
     with errors(as_json, False):
         rows, bad = [], []
         for path in spec.find_problems(problems_root()):
@@ -139,16 +160,29 @@ def list_(as_json: bool = JsonOpt) -> None:
             except spec.ProblemError as e:
                 bad.append(f"{path.name}: {len(e.errors)} error(s) (judge validate {path})")
         rows.sort(key=lambda s: (spec.LEVELS.index(s.level), s.name))
+        try:
+            done = {}
+            if (db or default_path()).exists():  # listing never creates a store
+                with Store(db) as store:
+                    done = store.progress()
+        except StoreError as e:
+            done = {}
+            err.print(f"[yellow]warning:[/] solved state unknown: {escape(str(e))}")
         if as_json:
-            print(json.dumps([{"name": s.name, "title": s.title, "level": s.level, "tags": s.tags}
+            print(json.dumps([{"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
+                               "solved": s.name in done and done[s.name].solved,
+                               "attempts": done[s.name].attempts if s.name in done else 0,
+                               "best_speedup": done[s.name].best_speedup if s.name in done else None}
                               for s in rows], indent=2))
             return
         t = Table(title="problems")
-        for col in ("problem", "level", "title", "tags"):
+        for col in ("problem", "level", "title", "tags", "solved"):
             t.add_column(col)
         for s in rows:
-            t.add_row(s.name, s.level, s.title, ", ".join(s.tags))
+            t.add_row(s.name, s.level, s.title, ", ".join(s.tags), render.progress(done.get(s.name)))
         out.print(t)
+        n = sum(1 for s in rows if s.name in done and done[s.name].solved)
+        out.print(f"{n} of {len(rows)} solved")
         for b in bad:
             err.print(f"[yellow]skipped[/] {escape(b)}")
 

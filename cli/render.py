@@ -123,3 +123,12 @@ def run(events, console: Console, quiet: bool) -> Report:
                 live(ev)
     assert final is not None
     return final
+
+
+def progress(p) -> str:
+    """`judge list`'s solved column: ✓ and the best speedup, or how many attempts failed."""
+    if p is None:
+        return ""
+    if p.solved:
+        return "✓" + (f" {p.best_speedup:.2f}×" if p.best_speedup is not None else "")
+    return f"{p.attempts} attempt" + ("s" if p.attempts != 1 else "")

@@ -18,8 +18,12 @@ from .app import DebugOpt, JsonOpt, app, err, errors, out, problems_root, resolv
 def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (default: all)"),
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
            device: int = typer.Option(0, help="GPU index."),
-           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's).")) -> None:
+           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+           table: bool = typer.Option(False, "--table", help="Also time every reference solution against the "
+                                      "baseline and regenerate the table in reference_solutions/README.md."),
+           budget: float = typer.Option(1.0, help="With --table: seconds of GPU time per shape per solution.")) -> None:
     """Judge every reference solution and known-wrong control; each must get its declared status."""
+    from judge.bench import Policy
     from judge.verify import verify as run_verify
 
     with errors(as_json, debug):
@@ -34,14 +38,19 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                 if status:
                     status.update(f"building {i}/{n}")
 
-            for checked in run_verify(probs, device, arch, on_build):
+            def on_start(c, i: int, n: int) -> None:
+                if status:
+                    how = "timing" if table and c.kind == "reference" else "checking"
+                    status.update(f"{how} {i + 1}/{n}: {c.problem.name}/{c.path.name}")
+
+            policy = Policy(budget_s=budget) if table else None
+            for checked in run_verify(probs, device, arch, on_build, policy, on_start):
                 rows.append(checked)
                 if status:
                     c = checked.control
                     mark = "[green]✓[/]" if checked.ok else "[yellow]–[/]" if _no_gpu(checked) else "[red]✗[/]"
                     err.print(f"{mark} {c.problem.name}/{c.path.name}: {checked.report.status.value} "
                               f"(expected {c.expected.value})")
-                    status.update(f"judging ({len(rows)} done)")
         finally:
             if status:
                 status.stop()
@@ -64,9 +73,30 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                           f"got {r.report.status.value}\n  {escape(r.report.message[:2000])}")
             out.print(f"{len(rows) - len(failed) - len(no_gpu)} ok, {len(failed)} failed, "
                       f"{len(no_gpu)} not judged (no GPU)")
+        if table:
+            written = _write_table(rows)
+            if not as_json:
+                out.print(f"table: {written}" if written else "table: nothing was timed, nothing written")
     raise typer.Exit(1 if failed else 3 if no_gpu else 0)
 
 
 def _no_gpu(r) -> bool:
     """Built, but not judged: this machine has no GPU (not a failure of the control)."""
     return not r.ok and r.report.status == Status.INTERNAL_ERROR and "no CUDA device" in r.report.message
+
+
+def _write_table(rows) -> str | None:
+    """Merge the timed reference rows into reference_solutions/results.json and regenerate the
+    README table from it. Returns what was written, or None when nothing was timed."""
+    from judge import table
+
+    new = [r for r in (table.row(c.control.problem, c.report) for c in rows
+                       if c.control.kind == "reference" and c.ok) if r is not None]
+    if not new:
+        return None
+    folder = problems_root().parent / "reference_solutions"
+    data, readme = folder / "results.json", folder / "README.md"
+    merged = [r for r in table.merge(table.load(data), new) if (folder / r.problem / r.solution).is_file()]
+    table.save(data, merged)
+    table.write_between_markers(readme, table.markdown(merged, "judge verify --table [PROBLEM...]"))
+    return f"{len(new)} row(s) measured, {len(merged)} in {readme}"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from .bench import Policy
 from .spec import Problem
 from .verdict import Status
 
@@ -64,8 +65,11 @@ class Checked:
 
 
 def verify(problems: list[Problem], device_index: int = 0, arch: str | None = None,
-           on_build: Callable[[int, int, str], None] | None = None) -> Iterator[Checked]:
-    """Build every control through one ninja run, then judge each (correctness only)."""
+           on_build: Callable[[int, int, str], None] | None = None,
+           time_references: Policy | None = None,
+           on_start: Callable[[Control, int, int], None] | None = None) -> Iterator[Checked]:
+    """Build every control through one ninja run, then judge each: correctness only, or with
+    `time_references` the reference solutions are also timed against the baseline (submit)."""
     from . import build, device
     from .pipeline import Options, build_request, evaluate
     from .events import Finished
@@ -74,8 +78,14 @@ def verify(problems: list[Problem], device_index: int = 0, arch: str | None = No
     arch = arch or (build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a")
     ctrls = [c for p in problems for c in controls(p)]
     results = build.build_many([build_request(c.problem, c.path, arch) for c in ctrls], on_progress=on_build)
-    for c, r in zip(ctrls, results):
-        opts = Options(mode="test", device=device_index, arch=arch, prebuilt=r)
+    for i, (c, r) in enumerate(zip(ctrls, results)):
+        if on_start:
+            on_start(c, i, len(ctrls))
+        timed = time_references is not None and c.kind == "reference"
+        opts = Options(mode="submit" if timed else "test", device=device_index, arch=arch, prebuilt=r)
+        if timed:
+            opts.policy = time_references
+            opts.baseline_policy = Policy(budget_s=time_references.budget_s / 2)
         for ev in evaluate(c.problem, c.path, opts):
             if isinstance(ev, Finished):
                 yield Checked(c, ev.report)

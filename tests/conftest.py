@@ -67,10 +67,12 @@ def rel(path: Path) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def judge_cache(tmp_path_factory):
-    """Point the content-addressed build cache (and measured peaks) at a fresh folder for this run."""
+    """Point the content-addressed build cache (and measured peaks) and the results store at fresh
+    folders for this run: tests never write into the user's cache or `.judge/judge.db`."""
     mp = pytest.MonkeyPatch()
     cache = tmp_path_factory.mktemp("judge-cache")
     mp.setenv("JUDGE_CACHE", str(cache))
+    mp.setenv("JUDGE_DB", str(tmp_path_factory.mktemp("judge-store") / "judge.db"))
     yield cache
     mp.undo()
 

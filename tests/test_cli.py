@@ -272,6 +272,46 @@ def test_submit_compile_error_text(sources):
     no_traceback(r)
 
 
+@nvcc_test
+def test_attempts_are_recorded_and_listed(sources, tmp_path):
+    """A COMPILE_ERROR is an attempt: it is stored, and `judge list` counts it; the judge's own
+    failures (INTERNAL_ERROR, e.g. no GPU) are not attempts and are not stored."""
+    ok, broken = sources
+    db = tmp_path / "j.db"
+    r = invoke("submit", "vector_add", str(broken), "--json", "--arch", "sm_90a", "--db", str(db))
+    assert r.exit_code == 1, r.output
+    from judge.store import Store
+
+    with Store(db) as s:
+        assert [x.status.value for x in s.reports()] == ["COMPILE_ERROR"]
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    assert rows["vector_add"]["attempts"] == 1 and not rows["vector_add"]["solved"]
+    r = invoke("submit", "vector_add", str(broken), "--json", "--arch", "sm_90a", "--db", str(db), "--no-record")
+    if NO_GPU:
+        invoke("submit", "vector_add", str(ok), "--json", "--arch", "sm_90a", "--db", str(db))
+    with Store(db) as s:
+        assert s.count() == 1
+
+
+def test_list_shows_solved(tmp_path):
+    from judge.store import Store
+
+    db = tmp_path / "j.db"
+    r = invoke("list", "--db", str(db))
+    assert r.exit_code == 0, r.output
+    assert not db.exists(), "listing must not create a store"
+    with Store(db) as s:
+        s.record(Report(problem="relu", solution="r.cu", source_sha256="1", mode="submit", status="ACCEPTED",
+                        geomean_speedup=1.37))
+        s.record(Report(problem="gelu", solution="g.cu", source_sha256="2", mode="test", status="WRONG_ANSWER"))
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    assert rows["relu"]["solved"] and rows["relu"]["best_speedup"] == 1.37
+    assert not rows["gelu"]["solved"] and rows["gelu"]["attempts"] == 1
+    assert not rows["vector_add"]["solved"] and rows["vector_add"]["attempts"] == 0
+    r = invoke("list", "--db", str(db))
+    assert "1.37×" in r.output and "1 attempt" in r.output and "1 of " in r.output, r.output
+
+
 def test_doctor_json():
     r = invoke("doctor", "--json")
     findings = json.loads(r.stdout)

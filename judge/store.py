@@ -1,0 +1,135 @@
+"""The results store: one SQLite file (default `.judge/judge.db`, or `JUDGE_DB`), WAL mode,
+append-only. Every report is kept whole as JSON; the columns beside it are for queries.
+
+Schema changes are a list of migrations; `PRAGMA user_version` says how many have run.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from .report import Report
+from .verdict import Status
+
+DEFAULT_PATH = Path(".judge") / "judge.db"
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE results (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        problem TEXT NOT NULL,
+        solution TEXT NOT NULL,
+        source_sha256 TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        status TEXT NOT NULL,
+        geomean_speedup REAL,
+        gpu TEXT,
+        report_json TEXT NOT NULL
+    );
+    CREATE INDEX results_problem ON results (problem, status);
+    CREATE TRIGGER results_append_only_update BEFORE UPDATE ON results
+        BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
+    CREATE TRIGGER results_append_only_delete BEFORE DELETE ON results
+        BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
+    """,
+]
+
+
+def default_path() -> Path:
+    env = os.environ.get("JUDGE_DB")
+    return Path(env) if env else DEFAULT_PATH
+
+
+class StoreError(Exception):
+    """The store cannot be opened or written (a bad path, a file that is not a judge database)."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What one user has done on one problem."""
+    problem: str
+    attempts: int
+    solved: bool
+    best_speedup: float | None
+
+
+class Store:
+    def __init__(self, path: Path | str | None = None, timeout_s: float = 30.0):
+        self.path = Path(path) if path is not None else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            self._migrate()
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open the results store {self.path}: {e}") from e
+
+    def _migrate(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")  # one migrator at a time
+        try:
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(f"{self.path} has schema version {version}; this judge knows "
+                                 f"{len(MIGRATIONS)} (upgrade kernel-judge)")
+            for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+                for stmt in _statements(sql):
+                    self.db.execute(stmt)
+                self.db.execute(f"PRAGMA user_version={i}")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def record(self, report: Report) -> int:
+        """Append one report; returns its id."""
+        try:
+            cur = self.db.execute(
+                "INSERT INTO results (created_at, problem, solution, source_sha256, mode, status, "
+                "geomean_speedup, gpu, report_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (report.started_at, report.problem, report.solution, report.source_sha256, report.mode,
+                 report.status.value, report.geomean_speedup, report.environment.gpu, report.model_dump_json()))
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
+        return int(cur.lastrowid)
+
+    def reports(self, problem: str | None = None) -> list[Report]:
+        sql, args = "SELECT report_json FROM results", ()
+        if problem is not None:
+            sql, args = sql + " WHERE problem = ?", (problem,)
+        return [Report.model_validate_json(r[0]) for r in self.db.execute(sql + " ORDER BY id", args)]
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def progress(self) -> dict[str, Progress]:
+        """Per problem: attempts, whether any attempt was ACCEPTED, the best timed speedup."""
+        rows = self.db.execute(
+            "SELECT problem, COUNT(*), SUM(status = ?), MAX(CASE WHEN status = ? THEN geomean_speedup END) "
+            "FROM results GROUP BY problem", (Status.ACCEPTED.value, Status.ACCEPTED.value))
+        return {p: Progress(p, n, bool(ok), best) for p, n, ok, best in rows}
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (sqlite3.complete_statement keeps triggers whole)."""
+    out, buf = [], ""
+    for line in sql.strip().splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

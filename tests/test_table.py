@@ -1,0 +1,79 @@
+"""`judge verify --table`: rows from timed reports, merging runs, and the README block."""
+from __future__ import annotations
+
+from judge import spec, table
+from judge.report import BaselineTiming, BenchResult, Environment, Report, Stats
+from judge.verdict import Status
+
+from conftest import PROBLEMS_DIR
+
+
+def stats(ms: float) -> Stats:
+    return Stats(median_ms=ms, ci_low_ms=ms, ci_high_ms=ms, min_ms=ms, samples=50, warmup_calls=3,
+                 stop_reason="noise")
+
+
+def bench(wid: str, ms: float, flops: float, nbytes: float, base_ms: float) -> BenchResult:
+    b = BaselineTiming(name="base", before=stats(base_ms), after=stats(base_ms), median_ms=base_ms, drift=0,
+                       drift_flagged=False, speedup=base_ms / ms)
+    return BenchResult(workload=wid, stats=stats(ms), flops=flops, bytes=nbytes, tflops=flops / ms / 1e9,
+                       gbps=nbytes / ms / 1e6, floor_ms=ms / 2, roofline_pct=50.0, baselines=[b])
+
+
+def report(problem: str, solution: str, benches: list[BenchResult], date: str = "2026-11-22") -> Report:
+    return Report(problem=problem, solution=f"reference_solutions/{problem}/{solution}", source_sha256="0",
+                  mode="submit", status=Status.ACCEPTED, benchmarks=benches, geomean_speedup=1.5,
+                  baseline_name="base", started_at=f"{date}T10:00:00+00:00",
+                  environment=Environment(gpu="NVIDIA H100", torch="2.11", peak_copy_gbps=3000.0,
+                                          peak_tflops=700.0, peak_unit="fp16_tensor"))
+
+
+def test_row_takes_the_largest_shape_and_the_binding_unit():
+    hgemm = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    assert table.largest_benchmark(hgemm) == "M=8192,N=8192,K=8192"
+    f = 2 * 8192**3
+    r = table.row(hgemm, report("hgemm", "03.cu", [bench("M=2048,N=2048,K=2048", 0.1, 2 * 2048**3, 3 * 2 * 2048**2, 0.05),
+                                                  bench("M=8192,N=8192,K=8192", 2.0, f, 3 * 2 * 8192**2, 1.0)]))
+    assert r.workload == "M=8192,N=8192,K=8192" and r.unit == "TFLOPS"
+    assert r.value == round(f / 2.0 / 1e9, 1) and r.pct_of_baseline == 50.0 and r.solution == "03.cu"
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    n = 268435456
+    r = table.row(va, report("vector_add", "02.cu", [bench(f"n={n}", 1.2, n, 12 * n, 1.32)]))
+    assert r.unit == "GB/s" and r.value == round(12 * n / 1.2 / 1e6, 1) and r.pct_of_baseline == 110.0
+
+
+def test_no_row_without_the_largest_shape_timed():
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    assert table.row(va, report("vector_add", "01.cu", [])) is None
+
+
+def test_merge_replaces_by_problem_and_solution_and_orders_by_level():
+    hgemm = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    big = "M=8192,N=8192,K=8192"
+    old = [table.row(hgemm, report("hgemm", "01.cu", [bench(big, 9.0, 1e12, 1e9, 1.0)], "2026-11-01"))]
+    new = [table.row(va, report("vector_add", "01.cu", [bench("n=268435456", 1.2, 1, 3.2e9, 1.3)])),
+           table.row(hgemm, report("hgemm", "01.cu", [bench(big, 3.0, 1e12, 1e9, 1.0)]))]
+    merged = table.merge(old, new)
+    assert [(r.problem, r.date) for r in merged] == [("vector_add", "2026-11-22"), ("hgemm", "2026-11-22")]
+
+
+def test_save_load_and_markdown(tmp_path):
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    rows = [table.row(va, report("vector_add", "02.cu", [bench("n=268435456", 1.2, 1, 3.2e9, 1.32)]))]
+    table.save(tmp_path / "r.json", rows)
+    assert table.load(tmp_path / "r.json") == rows
+    md = table.markdown(rows, "judge verify --table")
+    assert "| vector_add | easy | `02.cu` | n=268435456 | 2,666.7 GB/s | 110% of base | 50% | 1.50× |" in md
+    assert "NVIDIA H100" in md and "2026-11-22" in md and "`judge verify --table`" in md
+
+
+def test_write_between_markers_keeps_the_rest(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Reference solutions\n\nIntro.\n")
+    table.write_between_markers(readme, "| a |\n")
+    readme.write_text(readme.read_text() + "\n## After\n\nMore.\n")
+    table.write_between_markers(readme, "| b |\n")
+    text = readme.read_text()
+    assert text.startswith("# Reference solutions\n\nIntro.\n") and text.endswith("## After\n\nMore.\n")
+    assert "| b |" in text and "| a |" not in text and text.count(table.BEGIN) == 1
