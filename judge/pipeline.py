@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from . import __version__, abi, build, device, toolkit
+from . import __version__, abi, build, device, policy, toolkit
 from .bench import Policy
 from .events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
 from .report import (BaselineTiming, BenchResult, BuildInfo, KernelInfo, Report,
@@ -95,6 +95,10 @@ class _Run:
         env.flags = " ".join(build.FLAGS + tuple(build.gencode(arch)))
         if gpu:
             env.gpu, env.gpu_uuid, env.driver = gpu.name, gpu.uuid, gpu.driver
+        try:
+            policy.check_source(self.source.read_text(errors="replace"), self.source.name)
+        except policy.PolicyError as e:
+            raise _Verdict(Status.REJECTED, str(e)) from None
         yield Stage(f"building {self.source.name} for {arch}")
         with ThreadPoolExecutor(1) as pool:
             pending = None if self.opts.prebuilt else pool.submit(
@@ -115,6 +119,12 @@ class _Run:
         yield Built(self.report.build)
         if not result.ok:
             raise _Verdict(Status.COMPILE_ERROR, f"{result.error}\n\ncommand: {result.command}")
+        try:
+            policy.check_build(result.host_ii, result.lib, self.source.name, self.problem.spec.allow)
+        except policy.PolicyError as e:
+            raise _Verdict(Status.REJECTED, str(e)) from None
+        except OSError as e:
+            raise _Verdict(Status.INTERNAL_ERROR, f"static policy could not run: {e}") from None
         if not gpu:
             raise _Verdict(Status.INTERNAL_ERROR, "no CUDA device is available: the build succeeded, "
                            "but judging needs an NVIDIA GPU (run `judge doctor`)")

@@ -92,7 +92,7 @@ class Spec(_Strict):
     compute: Literal["fp32", "fp16_tensor", "bf16_tensor", "int"] = "fp32"
     seed: int = 0
     timeout_s: float = Field(default=10.0, gt=0)  # one call of solve()
-    allow: list[str] = []
+    allow: list[Literal["cublas", "cublasLt", "cudnn", "nccl"]] = []  # libraries the static policy lets through
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,11 @@ def cudart_dir() -> str | None:
         if list(d.glob("libcudart.so*")):
             return str(d)
     return None
+
+
+def include_dirs() -> list[Path]:
+    """The toolkit's header folders (what a submission may include besides the C++ standard)."""
+    home = cuda_home()
+    if not home:
+        return []
+    return [d for d in (Path(home) / "include", Path(home) / "targets" / "x86_64-linux" / "include") if d.is_dir()]

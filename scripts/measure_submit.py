@@ -7,6 +7,7 @@
 3. the spread of medians over 5 repeated `judge submit` runs of an hgemm reference solution.
 
 Usage: python3 scripts/measure_submit.py [VECTOR_ADD_SOLUTION] [HGEMM_SOLUTION] > out.md
+       python3 scripts/measure_submit.py --repeat-only [HGEMM_SOLUTION]    # step 3 only
 """
 from __future__ import annotations
 
@@ -33,10 +34,21 @@ def judge(*args: str) -> list[str]:
 
 
 def main() -> None:
-    va = sys.argv[1] if len(sys.argv) > 1 else str(sorted((ROOT / "reference_solutions/vector_add").glob("*.cu"))[-1])
-    hg = sys.argv[2] if len(sys.argv) > 2 else str(sorted((ROOT / "reference_solutions/hgemm").glob("*.cu"))[-1])
+    args = sys.argv[1:]
+    repeat_only = "--repeat-only" in args
+    args = [a for a in args if a != "--repeat-only"]
+    if repeat_only:
+        args = [""] + args
+    va = args[0] if len(args) > 0 and args[0] else str(sorted((ROOT / "reference_solutions/vector_add").glob("*.cu"))[-1])
+    hg = args[1] if len(args) > 1 else str(sorted((ROOT / "reference_solutions/hgemm").glob("*.cu"))[-1])
     cache = Path(tempfile.mkdtemp(prefix="judge-cache-"))
     env = dict(os.environ, JUDGE_CACHE=str(cache))
+    if not repeat_only:
+        startup(va, env, cache)
+    repeatability(hg, env)
+
+
+def startup(va: str, env: dict, cache: Path) -> None:
     rows = []
     for i in range(3):  # the first may read torch from a cold file cache; later ones compare fairly
         t, _ = wall([sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"], env)
@@ -55,10 +67,13 @@ def main() -> None:
         print(f"| {what} | {s:.2f} |")
     print(f"\nnvcc took {cold['build']['seconds']:.2f} s of the cold run; the report's wall_s "
           f"(inside the process) was {cold['wall_s']:.2f} s.\n")
+
+
+def repeatability(hg: str, env: dict) -> None:
     medians: dict[str, list[float]] = {}
     clocks: dict[str, list[str]] = {}
     for _ in range(5):
-        _, p = wall(judge("submit", "problems/hgemm", hg, "--json"), env)
+        _, p = wall(judge("submit", "problems/hgemm", hg, "--json", "--no-record"), env)
         r = json.loads(p.stdout)
         assert r["status"] == "ACCEPTED", r["message"]
         for b in r["benchmarks"]:

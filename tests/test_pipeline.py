@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge import build, device, spec, workloads
+from judge import policy, build, device, spec, workloads
 from judge.events import Built, Finished, Stage
 from judge.pipeline import Options, build_request, evaluate
 from judge.verdict import Status
@@ -52,9 +52,10 @@ def test_compile_error_verdict_from_a_prebuilt_result(vector_add, tmp_path):
 
 
 @pytest.mark.skipif(not NO_GPU, reason="the no-GPU verdict")
-def test_built_but_no_gpu_is_internal_error(vector_add, tmp_path):
+def test_built_but_no_gpu_is_internal_error(vector_add, tmp_path, monkeypatch):
     src = tmp_path / "x.cu"
     src.write_text("// fine")
+    monkeypatch.setattr(policy, "check_build", lambda *a, **k: None)  # the fake build has no library
     report, _ = run(vector_add, src, prebuilt=fake_result(vector_add, src, True))
     assert report.status == Status.INTERNAL_ERROR and report.exit_code == 3
     assert "no CUDA device" in report.message and report.build.ok
