@@ -97,7 +97,7 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
         p = resolve(problem)
         src = _solution(solution)
         opts = Options(mode=mode, device=device, arch=arch, policy=Policy(budget_s=budget),
-                       baseline_policy=Policy(budget_s=budget / 2))
+                       baseline_policy=Policy(budget_s=budget).for_baseline())
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}")
         report = render.run(evaluate(p, src, opts), err if as_json else out, quiet=as_json)

@@ -6,7 +6,7 @@ worker only times the batches it is asked for.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import TYPE_CHECKING
 
@@ -20,10 +20,19 @@ class Policy:
     min_samples: int = 20
     max_samples: int = 5000
     budget_s: float = 2.0  # GPU time spent in timed calls for one target on one shape
+    # GPU time in timed calls before the noise target may stop the loop. The CI of the median
+    # assumes independent samples, but the clock follows the board's power management over
+    # hundreds of ms, so a short window sees one phase of it: measured on an H100, hgemm's medians
+    # over 5 runs spread up to 1.3% when the loop could stop after ~50 ms, 0.46% with 0.3 s.
+    min_time_s: float = 0.3
     warmup_ms: float = 25.0
     min_warmup_calls: int = 3
     batch_s: float = 0.05  # GPU time per batch between stopping checks
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
+
+    def for_baseline(self) -> "Policy":
+        """Each baseline run (before and after the candidate) gets half the candidate's time."""
+        return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2)
 
 
 def median_ci(samples: list[float], z: float = 1.96) -> tuple[float, float]:
@@ -55,7 +64,7 @@ def stop_reason(samples: list[float], spent_s: float, policy: Policy) -> str | N
     n = len(samples)
     if n >= policy.max_samples:
         return "max_samples"
-    if n >= policy.min_samples:
+    if n >= policy.min_samples and spent_s >= min(policy.min_time_s, policy.budget_s):
         lo, hi = median_ci(samples)
         m = median(samples)
         if m > 0 and (hi - lo) / 2 / m <= policy.noise:

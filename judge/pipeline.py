@@ -38,7 +38,7 @@ class Options:
     device: int = 0
     arch: str | None = None  # default: the local GPU's (sm_90a when there is none)
     policy: Policy = field(default_factory=Policy)
-    baseline_policy: Policy = field(default_factory=lambda: Policy(budget_s=1.0))
+    baseline_policy: Policy = field(default_factory=lambda: Policy().for_baseline())
     prebuilt: build.BuildResult | None = None  # from build_many (verify, leaderboards)
     secret: int | None = None  # default: fresh per run
 

@@ -85,7 +85,7 @@ def verify(problems: list[Problem], device_index: int = 0, arch: str | None = No
         opts = Options(mode="submit" if timed else "test", device=device_index, arch=arch, prebuilt=r)
         if timed:
             opts.policy = time_references
-            opts.baseline_policy = Policy(budget_s=time_references.budget_s / 2)
+            opts.baseline_policy = time_references.for_baseline()
         for ev in evaluate(c.problem, c.path, opts):
             if isinstance(ev, Finished):
                 yield Checked(c, ev.report)

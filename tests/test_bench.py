@@ -85,10 +85,25 @@ def noisy(n: int, seed: int = 0) -> list[float]:
 
 
 def test_stop_on_noise():
-    p = Policy(noise=0.01, min_samples=20)
+    p = Policy(noise=0.01, min_samples=20, min_time_s=0.0)
     steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
     assert stop_reason(steady, 0.0, p) == "noise"
     assert stop_reason(steady[:19], 0.0, p) is None  # fewer than min_samples
+
+
+def test_noise_waits_for_the_minimum_time():
+    """A tight CI from a short window is not enough: the window must span the power management's
+    slow phases (min_time_s of timed GPU time), unless the budget is smaller still."""
+    steady = [1.0 + 0.001 * (i % 3) for i in range(100)]
+    p = Policy(noise=0.01, min_samples=20, min_time_s=0.3)
+    assert stop_reason(steady, 0.1, p) is None
+    assert stop_reason(steady, 0.3, p) == "noise"
+    assert stop_reason(steady, 0.1, Policy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
+
+
+def test_baselines_get_half():
+    b = Policy(budget_s=2.0, min_time_s=0.3, noise=0.01).for_baseline()
+    assert (b.budget_s, b.min_time_s, b.noise) == (1.0, 0.15, 0.01)
 
 
 def test_noisy_samples_go_on_until_budget():
@@ -171,7 +186,7 @@ def drive(gen):
 
 def test_time_target_stops_on_noise_and_counts_warmup():
     w = FakeWorker(lambda b, i: 0.001)
-    policy = Policy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10)
+    policy = Policy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10, min_time_s=0.0)
     result, events = drive(time_target(w, policy, 1.0, lambda n: ("progress", n)))
     assert result.stop_reason == "noise" and result.median_ms == 0.001
     assert result.samples >= 20 and result.warmup_calls == sum(w.asked[:-len(events)])
