@@ -1,0 +1,23 @@
+// expected: WRONG_ANSWER — the table row is taken as q % heads (the head index) instead of q / heads (the token) for row q = token·heads + head: every token is rotated by the angles of position `head`
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+
+__global__ void rope_kernel(const __nv_bfloat16* __restrict__ x, const float* __restrict__ cos_t,
+                            const float* __restrict__ sin_t, __nv_bfloat16* __restrict__ y,
+                            unsigned pairs, unsigned tokens, unsigned heads, unsigned dim) {
+    const unsigned p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= pairs) return;
+    const unsigned h = dim / 2;
+    const unsigned q = p / h, i = p - q * h;
+    const unsigned t = (q % heads) % tokens;  // BUG: the head index (kept inside the table)
+    const float c = cos_t[t * h + i], s = sin_t[t * h + i];
+    const float x1 = __bfloat162float(x[q * dim + i]), x2 = __bfloat162float(x[q * dim + i + h]);
+    y[q * dim + i] = __float2bfloat16(x1 * c - x2 * s);
+    y[q * dim + i + h] = __float2bfloat16(x2 * c + x1 * s);
+}
+
+extern "C" void solve(const __nv_bfloat16* X, const float* cos, const float* sin, __nv_bfloat16* Y,
+                      int tokens, int heads, int dim) {
+    const unsigned pairs = (unsigned)tokens * heads * (dim / 2);
+    rope_kernel<<<(pairs + 255) / 256, 256>>>(X, cos, sin, Y, pairs, tokens, heads, dim);
+}
