@@ -48,8 +48,8 @@ class InputSpec(_Strict):
 
     init: Literal["randn", "rand", "randint"] = "randn"
     scale: Union[Number, str] = 1.0  # randn: std; rand: multiplies U[low, high)
-    low: Number = 0
-    high: Number = 1
+    low: Union[Number, str] = 0  # expressions too: `high: vocab` draws class indices
+    high: Union[Number, str] = 1
 
 
 class Impl(_Strict):
@@ -106,6 +106,7 @@ class Problem:
     bytes: Expr
     scales: dict[str, Expr]
     baselines: tuple[Impl, ...] = field(default=())
+    bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)  # inputs' (low, high)
 
     @property
     def name(self) -> str:
@@ -269,6 +270,7 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
     if "signature" not in bad and not any(p.ctype.is_output for p in tensors.values()):
         errors.append(("signature", "no output tensor (a non-const pointer)"))
     scales: dict[str, Expr] = {}
+    bounds: dict[str, tuple[Expr, Expr]] = {}
     for name, inp in (spec.inputs if "inputs" not in bad else {}).items():
         p = tensors.get(name)
         if p is None or p.ctype.is_output:
@@ -277,6 +279,9 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
         s = expr(f"inputs.{name}.scale", inp.scale)
         if s:
             scales[name] = s
+        lo, hi = expr(f"inputs.{name}.low", inp.low), expr(f"inputs.{name}.high", inp.high)
+        if lo and hi:
+            bounds[name] = (lo, hi)
         if inp.init == "randint" and p.ctype.element and p.ctype.element.is_float:
             errors.append((f"inputs.{name}.init", "randint needs an integer tensor"))
     flops = expr("flops", spec.flops) if "flops" not in bad else None
@@ -296,7 +301,7 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
         _check_impl(root, where, b.impl, errors)
     if errors or flops is None or nbytes is None:
         return None
-    return Problem(root, spec, shapes, flops, nbytes, scales, baselines)
+    return Problem(root, spec, shapes, flops, nbytes, scales, baselines, bounds)
 
 
 def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: list) -> bool:

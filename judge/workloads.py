@@ -24,18 +24,22 @@ def derive_seed(*parts: object) -> int:
     return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
 
 
-def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int) -> None:
-    """Draw `out` in place: randn * scale, low + (high-low)*U[0,1) * scale, or randint[low, high)."""
+def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
+               low: float | None = None, high: float | None = None) -> None:
+    """Draw `out` in place: randn * scale, U[low, high) * scale, or randint[low, high).
+    `low`/`high` are the evaluated bounds (default: the spec's, when they are numbers)."""
+    low = float(spec.low) if low is None else low  # type: ignore[arg-type]
+    high = float(spec.high) if high is None else high  # type: ignore[arg-type]
     g = torch.Generator(device=out.device).manual_seed(seed)
     if spec.init == "randint":
-        out.copy_(torch.randint(int(spec.low), int(spec.high), out.shape, generator=g,
+        out.copy_(torch.randint(int(low), int(high), out.shape, generator=g,
                                 device=out.device, dtype=torch.int64))
         return
     x = torch.empty(out.shape, dtype=torch.float32, device=out.device)
     if spec.init == "randn":
         x.normal_(generator=g).mul_(scale)
     else:
-        x.uniform_(float(spec.low), float(spec.high), generator=g).mul_(scale)
+        x.uniform_(low, high, generator=g).mul_(scale)
     out.copy_(x)
 
 
@@ -47,7 +51,9 @@ def fill_inputs(problem: Problem, workload: Workload, tensors: dict[str, torch.T
         spec = problem.spec.inputs.get(p.name, InputSpec())
         scale = float(problem.scales[p.name](workload)) if p.name in problem.scales else 1.0
         seed = derive_seed(secret, problem.spec.seed, phase, sorted(workload.items()), p.name)
-        fill_input(tensors[p.name], spec, scale, seed)
+        lo, hi = problem.bounds[p.name] if p.name in problem.bounds else (None, None)
+        fill_input(tensors[p.name], spec, scale, seed, None if lo is None else float(lo(workload)),
+                   None if hi is None else float(hi(workload)))
 
 
 def poison(t: torch.Tensor, byte: int) -> None:

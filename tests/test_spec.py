@@ -338,3 +338,13 @@ def test_expr_rejects(text, fragment):
 def test_expr_rejects_bare_function_name():
     with pytest.raises(ExprError):
         parse("max * 2", {"M"})
+
+
+def test_input_bounds_may_be_expressions(tmp_path):
+    data = {**VALID, "inputs": {"A": {"init": "rand", "low": "-K", "high": "M // 2"}}}
+    p = load_problem(write_problem(tmp_path, data))
+    lo, hi = p.bounds["A"]
+    assert (lo({"M": 8, "K": 3, "alpha": 1.0}), hi({"M": 8, "K": 3, "alpha": 1.0})) == (-3, 4)
+    bad = {**VALID, "inputs": {"A": {"init": "rand", "high": "vocab"}}}
+    _, errs = errors_of(write_problem(tmp_path, bad, folder="bad"))
+    assert any("inputs.A.high" in loc for loc in errs), errs
