@@ -61,4 +61,5 @@ def include_dirs() -> list[Path]:
     home = cuda_home()
     if not home:
         return []
-    return [d for d in (Path(home) / "include", Path(home) / "targets" / "x86_64-linux" / "include") if d.is_dir()]
+    roots = (Path(home) / "include", Path(home) / "targets" / "x86_64-linux" / "include")
+    return [d for r in roots for d in (r, r / "cccl") if d.is_dir()]  # CUDA 13 keeps CUB/libcu++ in cccl/

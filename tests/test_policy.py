@@ -114,3 +114,14 @@ def test_every_model_answer_and_control_passes_the_policy(problem_builds):
         except policy.PolicyError as e:
             failures.append(f"{relpath}: {e}")
     assert not failures, "\n".join(failures)
+
+
+def test_toolkit_headers_include_cccl():
+    """CUDA 13 keeps libcu++ and CUB under include/cccl: `<cuda/atomic>` is a toolkit header."""
+    from judge import toolkit
+
+    dirs = toolkit.include_dirs()
+    if not dirs:
+        pytest.skip("no CUDA toolkit")
+    src = "#include <cuda/atomic>\n#include <cub/cub.cuh>\n#include <cuda_fp16.h>\n"
+    assert policy.check_includes(src, "s.cu", dirs) == []
