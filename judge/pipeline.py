@@ -302,9 +302,11 @@ class _Run:
         for b, wk in self.baselines:
             before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy)
         stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy)
-        # Re-check timed outputs: each slot holds the output of its last timed call.
+        # Re-check timed outputs: each slot the calls reached holds the output of its last call
+        # (slots rotate from 0; long calls may not reach them all).
         rng = secrets.SystemRandom()
-        checked = rng.sample(range(n_slots), min(RECHECK_SLOTS, n_slots))
+        reached = min(n_slots, stats.samples + stats.warmup_calls)
+        checked = rng.sample(range(reached), min(RECHECK_SLOTS, reached))
         for s in checked:
             tensors = {n: bt.tensor for n, bt in slots[s].items()}
             expected = workloads.reference_outputs(self.problem, w, tensors)

@@ -65,6 +65,18 @@ def test_submit_vector_add_times_against_baseline():
     assert any(e.__class__.__name__ == "Timing" for e in events)
 
 
+def test_recheck_only_slots_that_timed_calls_reached():
+    """Long calls may stop timing before every input slot has been called: the re-check must pick
+    among the slots that hold a timed call's output (it once picked untouched slots, and the
+    CUDA-core flash_attn answer, ~1 s per call, got WRONG_ANSWER in submit mode)."""
+    ref = sorted((ROOT / "reference_solutions" / "vector_add").glob("*.cu"))[-1]
+    few = Policy(budget_s=1e-6, min_time_s=0, batch_s=1e-6, warmup_ms=1e-6, min_warmup_calls=1, rest=0)
+    for _ in range(3):  # with 8 slots and 4 calls, a blind pick of 2 slots is wrong 79% of the time
+        report, _ = judge("vector_add", ref, mode="submit", policy=few, baseline_policy=few)
+        assert report.status == Status.ACCEPTED, report.message
+        assert all(b.stats.samples + b.stats.warmup_calls < 8 for b in report.benchmarks)
+
+
 def test_host_crash_is_runtime_error_and_judge_survives(tmp_path):
     crash = write(tmp_path, "crash.cu", """
         #include <cuda_runtime.h>

@@ -1,0 +1,38 @@
+"""attention_large_d: O = softmax(Q·Kᵀ / sqrt(D) [+ causal mask]) · V with head dims 256 and 512."""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SCORE_ELEMENTS = 1 << 28  # at most this many scores (1 GiB in float32) exist at once
+
+
+def reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, B: int, H: int, N: int, D: int,
+              causal: int) -> torch.Tensor:
+    """Plain softmax attention in float32 (float64 when given float64), one (batch, head) and one
+    block of query rows at a time."""
+    dt = torch.promote_types(Q.dtype, torch.float32)
+    q, k, v = (t.reshape(B * H, N, D) for t in (Q, K, V))
+    out = torch.empty((B * H, N, D), dtype=dt, device=Q.device)
+    rows = max(1, min(N, SCORE_ELEMENTS // N))
+    scale = 1.0 / math.sqrt(D)
+    for h in range(B * H):
+        kh, vh = k[h].to(dt), v[h].to(dt)
+        for r0 in range(0, N, rows):
+            r1 = min(N, r0 + rows)
+            s = (q[h, r0:r1].to(dt) @ kh.T) * scale
+            if causal:  # key j is visible to query i iff j <= i
+                i = torch.arange(r0, r1, device=s.device)[:, None]
+                j = torch.arange(N, device=s.device)[None, :]
+                s.masked_fill_(j > i, float("-inf"))
+            out[h, r0:r1] = torch.softmax(s, dim=-1) @ vh
+    return out.reshape(B, H, N, D)
+
+
+# FlashAttention-2 (SDPA's flash backend) has no kernel for D > 256 and cuDNN's stops at 128 on
+# some versions; the memory-efficient backend (CUTLASS) runs any D that is a multiple of 8. It is
+# pinned, so an unsupported case raises instead of silently falling back to the math backend.
+def baseline(Q, K, V, O, B, H, N, D, causal):
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        return F.scaled_dot_product_attention(Q, K, V, is_causal=bool(causal))
