@@ -35,6 +35,27 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER results_append_only_delete BEFORE DELETE ON results
         BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
     """,
+    # 2: who submitted (leaderboard participants), which drill an attempt belongs to, drills, hints.
+    """
+    ALTER TABLE results ADD COLUMN participant TEXT;
+    ALTER TABLE results ADD COLUMN drill_id INTEGER;
+    ALTER TABLE results ADD COLUMN gpu_kind TEXT;
+    CREATE INDEX results_participant ON results (participant, problem, source_sha256);
+    CREATE TABLE drills (
+        id INTEGER PRIMARY KEY,
+        started_at TEXT NOT NULL,
+        minutes REAL NOT NULL,
+        problems TEXT NOT NULL,
+        ended_at TEXT
+    );
+    CREATE TABLE hints (
+        id INTEGER PRIMARY KEY,
+        drill_id INTEGER,
+        problem TEXT NOT NULL,
+        hint_index INTEGER NOT NULL,
+        shown_at TEXT NOT NULL
+    );
+    """,
 ]
 
 
@@ -93,14 +114,19 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def record(self, report: Report) -> int:
-        """Append one report; returns its id."""
+    def record(self, report: Report, participant: str | None = None, drill_id: int | None = None,
+               gpu_kind: str | None = None) -> int:
+        """Append one report; returns its id. `participant` names a leaderboard entrant (None: the
+        local user), `drill_id` the drill the attempt belongs to, `gpu_kind` the GPU class it ran on
+        (default: the report's GPU name)."""
         try:
             cur = self.db.execute(
                 "INSERT INTO results (created_at, problem, solution, source_sha256, mode, status, "
-                "geomean_speedup, gpu, report_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "geomean_speedup, gpu, report_json, participant, drill_id, gpu_kind) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (report.started_at, report.problem, report.solution, report.source_sha256, report.mode,
-                 report.status.value, report.geomean_speedup, report.environment.gpu, report.model_dump_json()))
+                 report.status.value, report.geomean_speedup, report.environment.gpu, report.model_dump_json(),
+                 participant, drill_id, gpu_kind or report.environment.gpu))
         except sqlite3.Error as e:
             raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
         return int(cur.lastrowid)
@@ -115,10 +141,11 @@ class Store:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
     def progress(self) -> dict[str, Progress]:
-        """Per problem: attempts, whether any attempt was ACCEPTED, the best timed speedup."""
+        """Per problem, for the local user (not leaderboard entrants): attempts, whether any attempt
+        was ACCEPTED, the best timed speedup."""
         rows = self.db.execute(
             "SELECT problem, COUNT(*), SUM(status = ?), MAX(CASE WHEN status = ? THEN geomean_speedup END) "
-            "FROM results GROUP BY problem", (Status.ACCEPTED.value, Status.ACCEPTED.value))
+            "FROM results WHERE participant IS NULL GROUP BY problem", (Status.ACCEPTED.value, Status.ACCEPTED.value))
         return {p: Progress(p, n, bool(ok), best) for p, n, ok, best in rows}
 
 
