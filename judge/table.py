@@ -19,6 +19,19 @@ BEGIN = "<!-- judge verify --table: begin (generated; edit by re-running the com
 END = "<!-- judge verify --table: end -->"
 
 
+class Shape(BaseModel):
+    """One benchmark shape of one solution."""
+    model_config = ConfigDict(extra="forbid")
+
+    workload: str
+    median_ms: float
+    value: float  # in the row's unit
+    pct_of_copy: float | None  # GB/s over the measured copy bandwidth (memory-bound problems)
+    pct_of_roofline: float
+    baseline_ms: float | None
+    speedup: float | None  # baseline time / solution time
+
+
 class Row(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -35,6 +48,7 @@ class Row(BaseModel):
     gpu: str | None
     torch: str | None
     date: str
+    shapes: list[Shape] = []  # every benchmark shape, in the spec's order
 
 
 def largest_benchmark(problem: Problem) -> str:
@@ -54,13 +68,23 @@ def row(problem: Problem, report: Report) -> Row | None:
     memory_ms = b.bytes / (env.peak_copy_gbps * 1e6) if env.peak_copy_gbps else 0.0
     compute_ms = b.flops / (env.peak_tflops * 1e9) if env.peak_tflops else 0.0
     memory_bound = memory_ms >= compute_ms
+    shapes = [_shape(x, memory_bound, env.peak_copy_gbps) for x in report.benchmarks]
     return Row(problem=problem.name, level=problem.spec.level, solution=Path(report.solution).name,
                workload=b.workload, unit="GB/s" if memory_bound else "TFLOPS",
                value=round(b.gbps if memory_bound else b.tflops, 1), pct_of_roofline=round(b.roofline_pct, 1),
                baseline=report.baseline_name,
                pct_of_baseline=round(100 * b.speedup, 1) if b.speedup is not None else None,
                geomean_speedup=round(report.geomean_speedup, 3) if report.geomean_speedup is not None else None,
-               gpu=env.gpu, torch=env.torch, date=report.started_at[:10])
+               gpu=env.gpu, torch=env.torch, date=report.started_at[:10], shapes=shapes)
+
+
+def _shape(b: BenchResult, memory_bound: bool, peak_copy_gbps: float | None) -> Shape:
+    base = b.baselines[0].median_ms if b.baselines else None
+    return Shape(workload=b.workload, median_ms=round(b.stats.median_ms, 4),
+                 value=round(b.gbps if memory_bound else b.tflops, 1),
+                 pct_of_copy=round(100 * b.gbps / peak_copy_gbps, 1) if memory_bound and peak_copy_gbps else None,
+                 pct_of_roofline=round(b.roofline_pct, 1), baseline_ms=round(base, 4) if base else None,
+                 speedup=round(b.speedup, 3) if b.speedup is not None else None)
 
 
 def load(path: Path) -> list[Row]:
@@ -98,7 +122,32 @@ def markdown(rows: list[Row], command: str) -> str:
         speed = f"{r.geomean_speedup:.2f}×" if r.geomean_speedup is not None else "–"
         lines.append(f"| {r.problem} | {r.level} | `{r.solution}` | {r.workload} | {r.value:,.1f} {r.unit} | "
                      f"{base} | {r.pct_of_roofline:.0f}% | {speed} |")
-    return head + "\n".join(lines) + "\n"
+    return head + "\n".join(lines) + "\n" + memory_bound_shapes(rows)
+
+
+def memory_bound_shapes(rows: list[Row]) -> str:
+    """Every benchmark shape of each memory-bound problem's fastest model answer (its last file)."""
+    best: dict[str, Row] = {}
+    for r in rows:
+        if r.unit == "GB/s" and r.shapes and (r.problem not in best or r.solution > best[r.problem].solution):
+            best[r.problem] = r
+    if not best:
+        return ""
+    lines = ["", "### Memory-bound problems: every benchmark shape of the last model answer", "",
+             "% of copy is the solution's GB/s (the problem's declared bytes over its time) over this GPU's "
+             "measured copy bandwidth (the faster of a device-to-device copy and an add, counting bytes read "
+             "and written); speedup is the baseline's median time over the solution's, both measured in the "
+             "same run.", "",
+             "| problem | solution | shape | median ms | GB/s | % of copy | baseline ms | speedup |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in best.values():
+        for x in r.shapes:
+            copy = f"{x.pct_of_copy:.1f}%" if x.pct_of_copy is not None else "–"
+            base = f"{x.baseline_ms:.4f}" if x.baseline_ms is not None else "–"
+            speed = f"{x.speedup:.3f}×" if x.speedup is not None else "–"
+            lines.append(f"| {r.problem} | `{r.solution}` | {x.workload} | {x.median_ms:.4f} | {x.value:,.1f} | "
+                         f"{copy} | {base} | {speed} |")
+    return "\n".join(lines) + "\n"
 
 
 def write_between_markers(path: Path, text: str) -> None:

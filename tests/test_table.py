@@ -77,3 +77,22 @@ def test_write_between_markers_keeps_the_rest(tmp_path):
     text = readme.read_text()
     assert text.startswith("# Reference solutions\n\nIntro.\n") and text.endswith("## After\n\nMore.\n")
     assert "| b |" in text and "| a |" not in text and text.count(table.BEGIN) == 1
+
+
+def test_rows_keep_every_shape_and_the_memory_bound_block_lists_the_last_solution():
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    small, big = "n=33554432", "n=268435456"
+    rows = [table.row(va, report("vector_add", name, [bench(small, ms / 8, 1, 12 * 33554432, 0.15),
+                                                      bench(big, ms, 1, 12 * 268435456, 1.1)]))
+            for name, ms in (("01.cu", 2.0), ("02.cu", 1.0))]
+    assert [x.workload for x in rows[1].shapes] == [small, big]
+    s = rows[1].shapes[1]
+    assert s.speedup == 1.1 and s.baseline_ms == 1.1 and s.value == round(12 * 268435456 / 1.0 / 1e6, 1)
+    assert s.pct_of_copy == round(100 * 12 * 268435456 / 1.0 / 1e6 / 3000.0, 1)
+    md = table.markdown(rows, "judge verify --table")
+    block = md.split("### Memory-bound problems", 1)[1]
+    assert "`02.cu`" in block and "`01.cu`" not in block
+    assert f"| vector_add | `02.cu` | {big} | 1.0000 | 3,221.2 | 107.4% | 1.1000 | 1.100× |" in block
+    hgemm = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    compute = [table.row(hgemm, report("hgemm", "03.cu", [bench("M=8192,N=8192,K=8192", 2.0, 2 * 8192**3, 1e8, 1.0)]))]
+    assert "### Memory-bound" not in table.markdown(compute, "judge verify --table")
