@@ -5,6 +5,7 @@ Schema changes are a list of migrations; `PRAGMA user_version` says how many hav
 """
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -147,6 +148,69 @@ class Store:
             "SELECT problem, COUNT(*), SUM(status = ?), MAX(CASE WHEN status = ? THEN geomean_speedup END) "
             "FROM results WHERE participant IS NULL GROUP BY problem", (Status.ACCEPTED.value, Status.ACCEPTED.value))
         return {p: Progress(p, n, bool(ok), best) for p, n, ok, best in rows}
+
+    # drills: interview drills and hints (judge/drill.py). Rows come back as plain dicts.
+    def start_drill(self, started_at: str, minutes: float, problems: list[str]) -> int | None:
+        """Open a drill; None when one is already active (checked and inserted in one transaction)."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                if self.db.execute("SELECT 1 FROM drills WHERE ended_at IS NULL").fetchone():
+                    self.db.execute("ROLLBACK")
+                    return None
+                cur = self.db.execute("INSERT INTO drills (started_at, minutes, problems) VALUES (?, ?, ?)",
+                                      (started_at, minutes, json.dumps(problems)))
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
+        return int(cur.lastrowid)
+
+    def drills(self, active_only: bool = False) -> list[dict]:
+        """Drills, oldest first: id, started_at, minutes, problems (list of names), ended_at."""
+        sql = "SELECT id, started_at, minutes, problems, ended_at FROM drills"
+        rows = self.db.execute(sql + (" WHERE ended_at IS NULL" if active_only else "") + " ORDER BY id")
+        return [{"id": i, "started_at": s, "minutes": m, "problems": json.loads(p), "ended_at": e}
+                for i, s, m, p, e in rows]
+
+    def end_drill(self, drill_id: int, ended_at: str) -> None:
+        self._write("UPDATE drills SET ended_at = ? WHERE id = ? AND ended_at IS NULL", (ended_at, drill_id))
+
+    def drill_attempts(self, drill_id: int | None = None) -> list[dict]:
+        """The local user's attempts that belong to a drill (every drill when None), oldest first."""
+        sql = ("SELECT drill_id, problem, created_at, mode, status, geomean_speedup FROM results "
+               "WHERE participant IS NULL AND drill_id IS NOT NULL")
+        rows = self.db.execute(sql + (" AND drill_id = ?" if drill_id is not None else "") + " ORDER BY id",
+                               (drill_id,) if drill_id is not None else ())
+        return [{"drill_id": d, "problem": p, "created_at": c, "mode": m, "status": s, "speedup": x}
+                for d, p, c, m, s, x in rows]
+
+    def record_hint(self, drill_id: int | None, problem: str, hint_index: int, shown_at: str) -> int:
+        """`hint_index` is 0-based: the position in the spec's `hints:` list."""
+        return self._write("INSERT INTO hints (drill_id, problem, hint_index, shown_at) VALUES (?, ?, ?, ?)",
+                           (drill_id, problem, hint_index, shown_at))
+
+    def _write(self, sql: str, args: tuple) -> int:
+        try:
+            return int(self.db.execute(sql, args).lastrowid or 0)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
+
+    def hints(self, drill_id: int | None = None, problem: str | None = None, every_drill: bool = False) -> list[dict]:
+        """Hints shown, oldest first: of one drill (drill_id), outside drills (None), or all (every_drill)."""
+        where, args = [], []
+        if not every_drill:
+            where.append("drill_id IS ?")
+            args.append(drill_id)
+        if problem is not None:
+            where.append("problem = ?")
+            args.append(problem)
+        sql = "SELECT drill_id, problem, hint_index, shown_at FROM hints"
+        rows = self.db.execute(sql + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id", args)
+        return [{"drill_id": d, "problem": p, "hint_index": i, "shown_at": t} for d, p, i, t in rows]
 
 
 def _statements(sql: str) -> list[str]:
