@@ -113,11 +113,12 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
 def _record(report, db: Optional[Path]) -> None:
     """Append the report to the results store. A store that cannot be written costs a warning,
     never the verdict (the report is already on stdout)."""
+    from judge.drill import attempt_drill
     from judge.store import Store, StoreError
 
     try:
-        with Store(db) as store:
-            store.record(report)
+        with Store(db) as store:  # an attempt on a problem of the active drill belongs to it
+            store.record(report, drill_id=attempt_drill(store, report.problem))
     except StoreError as e:
         err.print(f"[yellow]warning:[/] the result was not recorded: {escape(str(e))}")
 
@@ -281,6 +282,9 @@ def main() -> None:
     """The console script. It ends with os._exit: once the output is flushed nothing is left to
     do, and skipping the interpreter's teardown (torch's CUDA context among it) saves time."""
     from . import verify_cmd  # noqa: F401  (registers `judge verify`)
+    from . import leaderboard_cmd  # noqa: F401  (registers `judge leaderboard run|show`)
+    from . import drill_cmd  # noqa: F401  (registers `judge drill`, `hint`, `stats`, `solution`)
+    from . import tools_cmd  # noqa: F401  (registers `judge profile`, `compare`, `watch`)
 
     try:
         app()

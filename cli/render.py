@@ -7,6 +7,7 @@ from rich.table import Table
 
 from judge.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
 from judge.report import BenchResult, BuildInfo, CheckResult, Report
+from judge.sass import line as sass_line
 from judge.verdict import Status
 
 STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
@@ -58,6 +59,8 @@ def build_summary(c: Console, b: BuildInfo) -> None:
         warn = f" [red]{spill} B spilled[/]" if spill else ""
         c.print(f"    {escape(k.kernel)}: {k.registers} regs, {k.shared_bytes} B smem, "
                 f"{k.stack_bytes} B stack{warn}", highlight=False)
+        if k.sass:
+            c.print(f"      sass: {escape(sass_line(k.sass))}", highlight=False)
 
 
 def report(c: Console, r: Report) -> None:

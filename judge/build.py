@@ -64,6 +64,7 @@ class KernelResources:
     stack_bytes: int = 0
     spill_store_bytes: int = 0
     spill_load_bytes: int = 0
+    sass: dict[str, int] = field(default_factory=dict)  # opcode → count (judge.sass.attach fills it)
 
 
 @dataclass

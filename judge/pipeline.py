@@ -4,6 +4,9 @@ The parent (this process) owns the inputs, the reference outputs, the secret and
 Submitted code runs only in a worker process; baselines run in workers of their own. The build
 and the workers' start-up overlap with torch's import, so a cold `judge submit` costs little
 more than torch's own start.
+
+`judge compare` (judge/compare.py) extends `_Run` to time two candidates on shared slots;
+`judge watch` (judge/watch.py) passes a `Warm` state: a started worker and cached references.
 """
 from __future__ import annotations
 
@@ -15,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Protocol
 
-from . import __version__, abi, build, device, policy, toolkit
+from . import __version__, abi, build, device, policy, sass, toolkit
 from .bench import Policy
 from .events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
 from .report import (BaselineTiming, BenchResult, BuildInfo, KernelInfo, Report,
@@ -32,6 +35,26 @@ RECHECK_SLOTS = 2
 MAX_SLOTS = 8  # input sets per shape: timed calls rotate over their (different) memory placements
 
 
+class Warm(Protocol):
+    """State a run may reuse from earlier runs (`judge watch`, judge/watch.py)."""
+
+    def worker(self) -> WorkerProcess | None:
+        """A started candidate worker (fresh: it never ran anything), or None to spawn one."""
+
+    def reference(self, key: str, compute: Callable[[], dict]) -> dict:
+        """The reference outputs for `key` (inputs drawn under a fixed secret), computed at most once."""
+
+
+@dataclass
+class Slots:
+    """A benchmark shape's input sets (slots), filled, and what the workers are told about them."""
+
+    bufs: list[dict]  # per slot: tensor name -> Buffer
+    wire: list[dict]
+    args: list[list[dict]]
+    outputs: list[list[dict]]
+
+
 @dataclass
 class Options:
     mode: str = "submit"  # "submit": tests + timing; "test": tests only
@@ -41,6 +64,7 @@ class Options:
     baseline_policy: Policy = field(default_factory=lambda: Policy().for_baseline())
     prebuilt: build.BuildResult | None = None  # from build_many (verify, leaderboards)
     secret: int | None = None  # default: fresh per run
+    warm: Warm | None = None  # a warm session's worker and cached references (judge watch)
 
 
 class _Verdict(Exception):
@@ -101,8 +125,8 @@ class _Run:
             raise _Verdict(Status.REJECTED, str(e)) from None
         yield Stage(f"building {self.source.name} for {arch}")
         with ThreadPoolExecutor(1) as pool:
-            pending = None if self.opts.prebuilt else pool.submit(
-                build.build, build_request(self.problem, self.source, arch))
+            pending = None if self.opts.prebuilt else pool.submit(  # + SASS summary (not for verify's builds)
+                lambda req: sass.attach(build.build(req)), build_request(self.problem, self.source, arch))
             if gpu:  # start the workers and torch while nvcc runs
                 self.candidate = self._spawn("candidate")
                 self.baselines = [(b, self._spawn(f"baseline {b.name}", torch=True)) for b in self.problem.baselines
@@ -138,7 +162,8 @@ class _Run:
             yield from self._benchmarks()
 
     def _spawn(self, role: str, torch: bool = False) -> WorkerProcess:
-        w = WorkerProcess(self.opts.device, role, torch)
+        warm = self.opts.warm.worker() if self.opts.warm and role == "candidate" else None
+        w = warm or WorkerProcess(self.opts.device, role, torch)
         self.workers.append(w)
         return w
 
@@ -209,11 +234,20 @@ class _Run:
         tensors = {n: b.tensor for n, b in bufs.items()}
         workloads.fill_inputs(self.problem, workload, tensors, self.secret, tag)
         try:
-            expected = workloads.reference_outputs(self.problem, workload, tensors)
+            expected = self._reference(tag, workload, tensors)
         except Exception as e:  # noqa: BLE001 — the problem's reference is the judge's code
             raise _Verdict(Status.INTERNAL_ERROR, f"the reference failed on {workload_id(workload)}: "
                            f"{type(e).__name__}: {e}") from None
         return expected
+
+    def _reference(self, tag: str, workload: Workload, tensors: dict) -> dict:
+        """The reference outputs for the inputs drawn under `tag` (a warm session caches them)."""
+        from . import workloads
+
+        def compute() -> dict:
+            return workloads.reference_outputs(self.problem, workload, tensors)
+
+        return self.opts.warm.reference(f"{tag}:{workload_id(workload)}", compute) if self.opts.warm else compute()
 
     def _check(self, workload: Workload, bufs: dict, expected: dict) -> TestCase:
         from .check import run_check
@@ -275,28 +309,12 @@ class _Run:
             self.report.baseline_name = self.problem.baselines[0].name
 
     def _bench_one(self, j: int, w: Workload, peaks: device.Peaks):
-        from . import workloads
-
         wid = workload_id(w)
         yield Stage(f"benchmark {j + 1}/{len(self.problem.spec.benchmarks)}: {wid}: preparing inputs")
-        slot_bytes = sum(b for b in (self._nbytes(p.name, w) for p in self.problem.tensors))
-        free, _ = self.torch.cuda.mem_get_info()
-        n_slots = max(1, min(MAX_SLOTS, int(0.4 * free // max(slot_bytes, 1))))
-        slots = []
-        for s in range(n_slots):
-            bufs = self._alloc(f"bench{j}.{s}", w)
-            tensors = {n: b.tensor for n, b in bufs.items()}
-            workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
-            slots.append(bufs)
-        self.torch.cuda.synchronize()
-        wire = [b.wire() for bufs in slots for b in bufs.values()]
-        args = [self._args(bufs, w) for bufs in slots]
-        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes} for p in self.problem.outputs]
-                for bufs in slots]
+        slots = self._slots(j, w)
         everyone = [self.candidate] + [wk for _, wk in self.baselines]
         for wk in everyone:
-            self._ask(wk, "map", 120, "mapping buffers", buffers=wire)
-            self._ask(wk, "prepare", 60, "preparing the timed calls", slots=args, outputs=outs)
+            self._map_slots(wk, slots)
         tel_before = device.telemetry(self.gpu.index)
         before = {}
         for b, wk in self.baselines:
@@ -304,18 +322,7 @@ class _Run:
         stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy)
         # Re-check timed outputs: each slot the calls reached holds the output of its last call
         # (slots rotate from 0; long calls may not reach them all).
-        rng = secrets.SystemRandom()
-        reached = min(n_slots, stats.samples + stats.warmup_calls)
-        checked = rng.sample(range(reached), min(RECHECK_SLOTS, reached))
-        for s in checked:
-            tensors = {n: bt.tensor for n, bt in slots[s].items()}
-            expected = workloads.reference_outputs(self.problem, w, tensors)
-            case = self._check(w, slots[s], expected)
-            del expected
-            if not case.passed:
-                case.workload += f" (timed call, slot {s})"
-                self.report.tests.append(case)
-                raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+        checked = self._recheck(j, w, slots, min(len(slots.bufs), stats.samples + stats.warmup_calls))
         baselines = []
         for b, wk in self.baselines:
             after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy)
@@ -333,8 +340,49 @@ class _Run:
         med = stats.median_ms
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
-                           baselines=baselines, rechecked_slots=len(checked),
+                           baselines=baselines, rechecked_slots=checked,
                            telemetry_before=tel_before, telemetry_after=tel_after)
+
+    def _slots(self, j: int, w: Workload) -> Slots:
+        """Benchmark `j`'s input sets: as many as fit in 40% of free memory, up to MAX_SLOTS."""
+        from . import workloads
+
+        slot_bytes = sum(b for b in (self._nbytes(p.name, w) for p in self.problem.tensors))
+        free, _ = self.torch.cuda.mem_get_info()
+        n_slots = max(1, min(MAX_SLOTS, int(0.4 * free // max(slot_bytes, 1))))
+        slots = []
+        for s in range(n_slots):
+            bufs = self._alloc(f"bench{j}.{s}", w)
+            tensors = {n: b.tensor for n, b in bufs.items()}
+            workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
+            slots.append(bufs)
+        self.torch.cuda.synchronize()
+        wire = [b.wire() for bufs in slots for b in bufs.values()]
+        args = [self._args(bufs, w) for bufs in slots]
+        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes} for p in self.problem.outputs]
+                for bufs in slots]
+        return Slots(slots, wire, args, outs)
+
+    def _map_slots(self, worker: WorkerProcess, slots: Slots) -> None:
+        self._ask(worker, "map", 120, "mapping buffers", buffers=slots.wire)
+        self._ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs)
+
+    def _recheck(self, j: int, w: Workload, slots: Slots, reached: int) -> int:
+        """Check RECHECK_SLOTS random slots among the first `reached` (each holds the output of
+        its last timed call) against the reference; returns how many were checked."""
+        wid = workload_id(w)
+        rng = secrets.SystemRandom()
+        checked = rng.sample(range(reached), min(RECHECK_SLOTS, reached))
+        for s in checked:
+            tensors = {n: bt.tensor for n, bt in slots.bufs[s].items()}
+            expected = self._reference(f"bench{j}.{s}", w, tensors)
+            case = self._check(w, slots.bufs[s], expected)
+            del expected
+            if not case.passed:
+                case.workload += f" (timed call, slot {s})"
+                self.report.tests.append(case)
+                raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+        return len(checked)
 
     def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy):
         yield Timing(wid, target, 0)

@@ -45,6 +45,7 @@ class KernelInfo(_M):
     stack_bytes: int
     spill_store_bytes: int
     spill_load_bytes: int
+    sass: dict[str, int] = {}  # SASS opcode → static count (judge/sass.py); empty without cuobjdump
 
 
 class BuildInfo(_M):

@@ -21,15 +21,25 @@ class ImpossibleTime(Exception):
     """Reported GPU time that the parent's wall clock cannot contain."""
 
 
-def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
-                progress: Callable[[int], object]) -> Generator[object, None, Stats]:
-    """Yields progress events (whatever `progress(n)` makes); returns the Stats."""
-    per_call = False  # becomes True once the warm-up shows long calls
+class Timer:
+    """One target's timing loop, a batch at a time, so that the parent can interleave targets
+    (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
-    def batch(k: int) -> list[float]:
+    def __init__(self, worker: WorkerProcess, policy: Policy, timeout_s: float):
+        self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
+        self.per_call = False  # becomes True once the warm-up shows long calls
+        self.warm: list[float] = []
+        self.samples: list[float] = []
+        self.spent_s = 0.0
+        self.k = 1
+        self.reason: str | None = None
+
+    def batch(self, k: int) -> list[float]:
+        """k timed calls in the worker; their times, bounded by the parent's wall clock."""
+        policy = self.policy
         t0 = time.perf_counter()
-        reply = worker.request("time_batch", (timeout_s * k) * (1 + policy.rest) + 30, "timing solve()",
-                               k=k, rest=policy.rest, per_call=per_call)
+        reply = self.worker.request("time_batch", (self.timeout_s * k) * (1 + policy.rest) + 30,
+                                    "timing solve()", k=k, rest=policy.rest, per_call=self.per_call)
         wall_ms = (time.perf_counter() - t0) * 1000
         times = [float(x) for x in reply.get("times_ms", [])]
         if len(times) != k or any(not (t >= 0) for t in times):
@@ -39,21 +49,36 @@ def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
                                  f"that took {wall_ms:.3f} ms of wall time")
         return times
 
-    warm = batch(1)
-    more = warmup_count(warm[0], policy)
-    while more > 0:
-        warm += batch(min(more, 1000))
-        more -= 1000
-    call_ms = sorted(warm[-3:])[len(warm[-3:]) // 2]
-    per_call = call_ms >= REST_PER_CALL_MS  # noqa: F841 (read by batch() through the closure)
-    k = batch_size(call_ms, policy)
-    samples: list[float] = []
-    spent_s = 0.0
+    def warm_up(self) -> None:
+        self.warm = self.batch(1)
+        more = warmup_count(self.warm[0], self.policy)
+        while more > 0:
+            self.warm += self.batch(min(more, 1000))
+            more -= 1000
+        call_ms = sorted(self.warm[-3:])[len(self.warm[-3:]) // 2]
+        self.per_call = call_ms >= REST_PER_CALL_MS
+        self.k = batch_size(call_ms, self.policy)
+
+    def step(self) -> str | None:
+        """One batch of samples; the stopping rule's reason to stop now, or None to go on."""
+        times = self.batch(min(self.k, self.policy.max_samples - len(self.samples)))
+        self.samples += times
+        self.spent_s += sum(times) / 1000
+        self.reason = stop_reason(self.samples, self.spent_s, self.policy)
+        return self.reason
+
+    def stats(self) -> Stats:
+        assert self.reason is not None, "stats() before the stopping rule said stop"
+        return summarize(self.samples, len(self.warm), self.reason)
+
+
+def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
+                progress: Callable[[int], object]) -> Generator[object, None, Stats]:
+    """Yields progress events (whatever `progress(n)` makes); returns the Stats."""
+    timer = Timer(worker, policy, timeout_s)
+    timer.warm_up()
     while True:
-        times = batch(min(k, policy.max_samples - len(samples)))
-        samples += times
-        spent_s += sum(times) / 1000
-        yield progress(len(samples))
-        reason = stop_reason(samples, spent_s, policy)
+        reason = timer.step()
+        yield progress(len(timer.samples))
         if reason:
-            return summarize(samples, len(warm), reason)
+            return timer.stats()

@@ -1,0 +1,371 @@
+"""`judge compare`: the verdict rule on synthetic Stats, the interleaving through fake workers, the CLI."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+import cli.tools_cmd  # noqa: F401  (registers `judge compare`)
+from cli.app import app
+from judge import compare as comparing
+from judge.bench import Policy
+from judge.compare import Compared, Comparison, ShapeComparison, interleave
+from judge.report import Stats
+from judge.score import compare, compare_verdict, drift_flagged, ratio_interval
+from judge.timing import Timer
+from judge.verdict import Status
+
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
+
+runner = CliRunner()
+
+
+def stats(median: float, half: float, lo: float | None = None, hi: float | None = None) -> Stats:
+    """A median (ms) with a CI of ±`half` (relative), or explicit CI bounds."""
+    lo = median * (1 - half) if lo is None else lo
+    hi = median * (1 + half) if hi is None else hi
+    return Stats(median_ms=median, ci_low_ms=lo, ci_high_ms=hi, min_ms=lo, samples=100, warmup_calls=3,
+                 stop_reason="noise")
+
+
+# -- the verdict rule ----------------------------------------------------------------------------
+
+def test_faster_and_slower_when_cis_apart_beyond_the_floor():
+    fast, slow = stats(1.00, 0.003), stats(1.05, 0.003)
+    assert compare_verdict(fast, slow) == "FASTER"
+    assert compare_verdict(slow, fast) == "SLOWER"
+
+
+def test_apart_beyond_the_floor_even_with_wide_intervals():
+    fast, slow = stats(1.0, 0.05), stats(2.0, 0.05)  # wide, but far apart: still a difference
+    assert compare_verdict(fast, slow) == "FASTER" and compare_verdict(slow, fast) == "SLOWER"
+
+
+def test_same_when_overlapping_and_both_narrow():
+    assert compare_verdict(stats(1.000, 0.004), stats(1.003, 0.004)) == "SAME"
+    x = stats(0.5, 0.002)
+    assert compare_verdict(x, x) == "SAME"
+
+
+def test_ambiguous_when_overlapping_and_wide():
+    a, b = stats(1.00, 0.03), stats(1.02, 0.03)  # a 2% difference neither shown nor ruled out
+    assert compare_verdict(a, b) == "AMBIGUOUS" and compare_verdict(b, a) == "AMBIGUOUS"
+
+
+def test_one_wide_interval_is_enough_for_ambiguous():
+    assert compare_verdict(stats(1.0, 0.002), stats(1.0, 0.02)) == "AMBIGUOUS"
+
+
+def test_apart_but_within_the_floor_is_same_when_narrow():
+    # CIs apart (a real 0.6% difference), but below the 1% floor: noise for a verdict
+    a, b = stats(1.000, 0.002), stats(1.006, 0.002)
+    assert compare(a, b) == "FASTER"
+    assert compare_verdict(a, b) == "SAME"
+
+
+def test_apart_within_the_floor_with_a_wide_interval_is_ambiguous():
+    a = stats(1.000, 0.0, lo=0.95, hi=1.001)  # skewed, wide below
+    b = stats(1.005, 0.0, lo=1.002, hi=1.008)
+    assert compare(a, b) == "FASTER" and compare_verdict(a, b) == "AMBIGUOUS"
+
+
+def test_touching_intervals_overlap():
+    a = stats(1.0, 0.0, lo=0.99, hi=1.01)
+    b = stats(1.02, 0.0, lo=1.01, hi=1.03)  # a's high == b's low: not apart
+    assert compare(a, b) == "SAME"
+    assert compare_verdict(a, b) == "AMBIGUOUS"  # a's CI is ±1%: wider than the noise target
+
+
+def test_floor_and_noise_are_parameters():
+    a, b = stats(1.000, 0.002), stats(1.006, 0.002)
+    assert compare_verdict(a, b, floor=0.005) == "FASTER"
+    wide_a, wide_b = stats(1.0, 0.02), stats(1.0, 0.02)
+    assert compare_verdict(wide_a, wide_b) == "AMBIGUOUS"
+    assert compare_verdict(wide_a, wide_b, noise=0.03) == "SAME"
+
+
+def test_a_difference_at_exactly_the_floor_is_not_beyond_it():
+    a, b = stats(1.0, 0.001), stats(1.01, 0.001)
+    assert compare(a, b) == "FASTER" and compare_verdict(a, b, floor=0.011) == "SAME"
+
+
+@pytest.mark.parametrize("zero", [stats(0.0, 0.0), Stats(median_ms=0.0, ci_low_ms=0.0, ci_high_ms=0.0, min_ms=0.0,
+                                                          samples=3, warmup_calls=3, stop_reason="budget")])
+def test_zero_medians_are_ambiguous(zero):
+    assert compare_verdict(zero, stats(1.0, 0.001)) == "AMBIGUOUS"
+    assert compare_verdict(stats(1.0, 0.001), zero) == "AMBIGUOUS"
+
+
+def test_verdict_is_antisymmetric():
+    cases = [(1.0, 0.003, 1.05, 0.003), (1.0, 0.03, 1.02, 0.03), (1.0, 0.004, 1.003, 0.004), (1.0, 0.1, 3.0, 0.2)]
+    flip = {"FASTER": "SLOWER", "SLOWER": "FASTER", "SAME": "SAME", "AMBIGUOUS": "AMBIGUOUS"}
+    for m1, h1, m2, h2 in cases:
+        a, b = stats(m1, h1), stats(m2, h2)
+        assert compare_verdict(b, a) == flip[compare_verdict(a, b)]
+
+
+def test_ratio_interval():
+    a, b = stats(2.0, 0.0, lo=1.9, hi=2.2), stats(1.0, 0.0, lo=0.95, hi=1.1)
+    ratio, low, high = ratio_interval(a, b)
+    assert ratio == pytest.approx(2.0) and low == pytest.approx(1.9 / 1.1) and high == pytest.approx(2.2 / 0.95)
+    assert low <= ratio <= high
+    assert ratio_interval(a, stats(1.0, 0.0, lo=0.0, hi=1.0))[2] == math.inf
+
+
+def test_existing_callers_unchanged():
+    before, after = stats(1.0, 0.001), stats(1.05, 0.001)
+    assert compare(before, after) == "FASTER" and compare(after, before) == "SLOWER"
+    assert drift_flagged(before, after) and not drift_flagged(before, stats(1.01, 0.02))
+
+
+# -- interleaving, through fake workers -------------------------------------------------------------
+
+class Log:
+    def __init__(self):
+        self.batches: list[tuple[str, int]] = []
+
+
+class FakeWorker:
+    """Answers time_batch with constant times, logging who was asked when."""
+
+    def __init__(self, name: str, log: Log, per_call_ms: float):
+        self.name, self.log, self.per_call_ms = name, log, per_call_ms
+
+    def request(self, op, timeout_s, what, **args):
+        assert op == "time_batch"
+        self.log.batches.append((self.name, args["k"]))
+        return {"times_ms": [self.per_call_ms] * args["k"]}
+
+
+def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
+    log = Log()
+    policy = Policy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
+    fast = Timer(FakeWorker("A", log, 0.001), policy, 1.0)
+    slow = Timer(FakeWorker("B", log, 0.002), Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
+                                                          budget_s=10, min_time_s=0.0), 1.0)
+    for t in (fast, slow):
+        t.warm_up()
+    log.batches.clear()
+    counts = list(interleave([fast, slow], lambda t: t.step()))
+    order = [name for name, _ in log.batches]
+    assert order[:4] == ["A", "B", "B", "A"]  # A B, then B A: no side always goes first
+    assert fast.reason == "noise" and slow.reason == "noise"
+    assert len(slow.samples) > len(fast.samples)
+    a_done = max(i for i, n in enumerate(order) if n == "A")
+    assert all(n == "B" for n in order[a_done + 1:])  # a stopped target takes no more batches
+    assert counts == sorted(counts) and counts[-1] == len(fast.samples) + len(slow.samples)
+    assert fast.stats().median_ms == 0.001 and slow.stats().median_ms == 0.002
+
+
+def test_interleave_propagates_a_step_failure():
+    log = Log()
+    timers = [Timer(FakeWorker(n, log, 0.001), Policy(), 1.0) for n in "AB"]
+
+    def boom(t):
+        raise RuntimeError(t.worker.name)
+
+    with pytest.raises(RuntimeError, match="A"):
+        list(interleave(timers, boom))
+
+
+# -- the interleaved run, GPU parts faked -----------------------------------------------------------
+
+class FakeCandidate:
+    """A candidate worker: answers everything, times constant calls, may crash on a timed batch."""
+
+    role = "candidate"
+
+    def __init__(self, name: str, log: Log, per_call_ms: float, crash_on_batch: int | None = None):
+        self.name, self.log, self.per_call_ms, self.crash_on_batch = name, log, per_call_ms, crash_on_batch
+        self.ops: list[str] = []
+        self.closed = False
+
+    def wait_ready(self):
+        return {}
+
+    def request(self, op, timeout_s, what, **args):
+        self.ops.append(op)
+        if op != "time_batch":
+            return {}
+        self.log.batches.append((self.name, args["k"]))
+        if self.crash_on_batch is not None and len(self.log.batches) >= self.crash_on_batch:
+            from judge.runner.local import WorkerFailure
+
+            raise WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV")
+        return {"times_ms": [self.per_call_ms] * args["k"]}
+
+    def close(self):
+        self.closed = True
+
+
+def interleaved(monkeypatch, workers, rechecked):
+    from judge import device, spec
+    from judge.pipeline import Options, Slots
+
+    class Buffers:
+        def free(self):
+            pass
+
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
+    policy = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
+    built = [type("B", (), {"lib": f"/x/{n}.so"})() for n in "ab"]
+    run = comparing._Interleaved(p, (p.root / "a.cu", p.root / "b.cu"), built, Options(policy=policy), result)
+    spawned = iter(workers)
+    monkeypatch.setattr(device, "gpus", lambda: [type("G", (), {"index": 0})()])
+    monkeypatch.setattr(run, "_spawn", lambda role, torch=False: run.workers.append(next(spawned)) or run.workers[-1])
+    monkeypatch.setattr(run, "_start_torch", lambda: setattr(run, "buffers", Buffers()))
+    monkeypatch.setattr(run, "_slots", lambda j, w: Slots([{}, {}, {}], [], [[], [], []], [[], [], []]))
+    monkeypatch.setattr(run, "_recheck", lambda j, w, slots, reached: rechecked.append(
+        (j, [n for n, _ in workers[0].log.batches][-1], reached)) or 2)
+    return run, result
+
+
+def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch):
+    log, rechecked = Log(), []
+    a, b = FakeCandidate("A", log, 0.002), FakeCandidate("B", log, 0.001)
+    run, result = interleaved(monkeypatch, [a, b], rechecked)
+    list(run.go())
+    run.close()
+    assert [s.workload for s in result.shapes] == ["n=33554432", "n=268435456"]
+    assert all(s.verdict == "FASTER" and s.ratio == pytest.approx(0.5) for s in result.shapes)
+    assert a.ops[0] == "init" and a.ops.count("map") == 2 and a.ops.count("unmap") == 2
+    # after the timing, each target runs one batch over all 3 slots and is re-checked right then
+    assert rechecked == [(0, "A", 3), (0, "B", 3), (1, "A", 3), (1, "B", 3)]
+    assert ("A", 3) in log.batches and ("B", 3) in log.batches
+    assert a.closed and b.closed
+
+
+def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
+    from judge.pipeline import _Verdict
+
+    log = Log()
+    a, b = FakeCandidate("A", log, 0.001), FakeCandidate("B", log, 0.001, crash_on_batch=6)
+    run, result = interleaved(monkeypatch, [a, b], [])
+    with pytest.raises(_Verdict) as info:
+        list(run.go())
+    assert info.value.status == Status.RUNTIME_ERROR and info.value.message.startswith("B: ")
+    assert "SIGSEGV" in info.value.message and result.failed == "B"
+
+
+# -- the CLI --------------------------------------------------------------------------------------
+
+def fake_result(status=Status.ACCEPTED, message="") -> Comparison:
+    shapes = [ShapeComparison(workload="n=1024", a=stats(1.0, 0.003), b=stats(0.5, 0.003), ratio=0.5,
+                              ratio_low=0.49, ratio_high=0.51, verdict="FASTER"),
+              ShapeComparison(workload="n=4096", a=stats(2.0, 0.02), b=stats(2.01, 0.02), ratio=1.005,
+                              ratio_low=0.96, ratio_high=1.05, verdict="AMBIGUOUS")]
+    return Comparison(problem="vector_add", a="a.cu", b="b.cu", status=status, message=message,
+                      shapes=shapes if status is Status.ACCEPTED else [], failed=None if status is Status.ACCEPTED else "B")
+
+
+@pytest.fixture
+def two_files(tmp_path):
+    a, b = tmp_path / "a.cu", tmp_path / "b.cu"
+    a.write_text("// a\n")
+    b.write_text("// b\n")
+    return a, b
+
+
+def test_cli_json_shape(monkeypatch, two_files):
+    seen = {}
+
+    def fake_compare(problem, a, b, opts):
+        seen.update(problem=problem.name, a=a, b=b, budget=opts.policy.budget_s)
+        yield Compared(fake_result())
+
+    monkeypatch.setattr(comparing, "compare", fake_compare)
+    a, b = two_files
+    r = runner.invoke(app, ["compare", "vector_add", str(a), str(b), "--json", "--budget", "0.7"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert seen == {"problem": "vector_add", "a": a, "b": b, "budget": 0.7}
+    assert data["status"] == "ACCEPTED" and [s["verdict"] for s in data["shapes"]] == ["FASTER", "AMBIGUOUS"]
+    assert set(data["shapes"][0]) >= {"workload", "a", "b", "ratio", "ratio_low", "ratio_high", "verdict"}
+    assert data["shapes"][0]["a"]["median_ms"] == 1.0
+    assert Comparison.model_validate_json(r.stdout).shapes[1].verdict == "AMBIGUOUS"  # round-trips
+
+
+def test_cli_table(monkeypatch, two_files):
+    monkeypatch.setattr(comparing, "compare", lambda *a: iter([Compared(fake_result())]))
+    r = runner.invoke(app, ["compare", "vector_add", *map(str, two_files)])
+    assert r.exit_code == 0, r.output
+    assert "FASTER" in r.output and "AMBIGUOUS" in r.output and "0.500" in r.output
+    assert "[0.490, 0.510]" in r.output and "ACCEPTED" in r.output
+
+
+def test_cli_a_wrong_solution_ends_with_its_verdict(monkeypatch, two_files):
+    monkeypatch.setattr(comparing, "compare", lambda *a: iter([Compared(fake_result(
+        Status.WRONG_ANSWER, "B (b.cu): WRONG_ANSWER: wrong output on n=7"))]))
+    r = runner.invoke(app, ["compare", "vector_add", *map(str, two_files)])
+    assert r.exit_code == 1, r.output
+    assert "WRONG_ANSWER" in r.output and "B (b.cu)" in r.output
+
+
+@pytest.mark.parametrize("args, text", [(["vector_add", "nope.cu", "{b}"], "no such file"),
+                                        (["vector_add", "{a}", "{b}", "--budget", "0"], "--budget"),
+                                        (["no_such_problem", "{a}", "{b}"], "no problem")])
+def test_cli_usage_errors(two_files, args, text):
+    a, b = two_files
+    r = runner.invoke(app, ["compare", *[x.format(a=a, b=b) for x in args]])
+    assert r.exit_code == 2, r.output
+    assert text in r.output and "Traceback" not in r.output
+
+
+@nvcc_test
+def test_a_compile_error_ends_the_comparison(tmp_path):
+    broken = tmp_path / "broken.cu"
+    broken.write_text('extern "C" void solve(const float* A, const float* B, float* C, int n) { nope; }\n')
+    good = SOLUTIONS_DIR / "vector_add" / "01_naive.cu"
+    r = runner.invoke(app, ["compare", str(PROBLEMS_DIR / "vector_add"), str(broken), str(good), "--json"])
+    assert r.exit_code == 1, r.output
+    data = json.loads(r.stdout)
+    assert data["status"] == "COMPILE_ERROR" and data["failed"] == "A" and data["message"].startswith("A (")
+    assert data["a_test"]["status"] == "COMPILE_ERROR" and data["b_test"] is None and data["shapes"] == []
+
+
+# -- on a GPU (`pytest -m gpu`) -------------------------------------------------------------------
+
+def _gpu(f):
+    from judge import device
+
+    return pytest.mark.gpu(pytest.mark.skipif(not device.gpus(), reason="needs an NVIDIA GPU")(f))
+
+
+def _run(a, b, budget=0.5):
+    from judge import spec
+    from judge.pipeline import Options
+
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    events = list(comparing.compare(p, a, b, Options(policy=Policy(budget_s=budget))))
+    assert isinstance(events[-1], Compared)
+    return events[-1].result
+
+
+@_gpu
+def test_gpu_naive_against_float4():
+    r = _run(SOLUTIONS_DIR / "vector_add" / "01_naive.cu", SOLUTIONS_DIR / "vector_add" / "02_float4.cu")
+    assert r.status == Status.ACCEPTED, r.message
+    assert r.a_test.status == r.b_test.status == Status.ACCEPTED and len(r.shapes) == 2
+    for s in r.shapes:
+        assert s.a.samples >= 3 and s.b.samples >= 3
+        assert s.ratio == pytest.approx(s.b.median_ms / s.a.median_ms)
+        assert s.ratio_low <= s.ratio <= s.ratio_high
+        assert s.verdict in ("FASTER", "SLOWER", "SAME", "AMBIGUOUS")
+
+
+@_gpu
+def test_gpu_self_compare_finds_no_difference():
+    f = SOLUTIONS_DIR / "vector_add" / "02_float4.cu"
+    r = _run(f, f, budget=1.0)
+    assert r.status == Status.ACCEPTED, r.message
+    assert all(s.verdict in ("SAME", "AMBIGUOUS") for s in r.shapes), [(s.workload, s.verdict) for s in r.shapes]
+
+
+@_gpu
+def test_gpu_a_wrong_b_ends_with_its_verdict():
+    r = _run(SOLUTIONS_DIR / "vector_add" / "01_naive.cu", PROBLEMS_DIR / "vector_add" / "wrong" / "no_tail.cu")
+    assert r.status == Status.WRONG_ANSWER and r.failed == "B" and r.message.startswith("B (")
+    assert r.shapes == [] and r.a_test.status == Status.ACCEPTED

@@ -1,0 +1,258 @@
+"""`judge profile` (judge/profile.py, cli/tools_cmd.py) without a GPU: the ncu CSV parser on a
+recorded-format fixture, the ncu command line, the choice of workload, the missing-ncu error, and
+the whole command through a stand-in `ncu` that answers with the fixture."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cli.tools_cmd  # noqa: F401  (registers `judge profile`)
+from cli.app import app
+from judge import profile as prof
+from judge import spec
+
+from conftest import PROBLEMS_DIR, ROOT, SOLUTIONS_DIR, nvcc_test
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ncu_raw.csv"  # hand-written in ncu's format
+runner = CliRunner()
+
+
+def test_parse_raw_csv_fixture():
+    kernels = prof.parse_csv(FIXTURE.read_text())
+    assert [k.id for k in kernels] == [0, 1]
+    h, t = kernels
+    assert h.kernel == "void hgemm_kernel<true>(const __half *, const __half *, __half *, int, int, int)"
+    assert (h.grid, h.block) == ("(16, 16, 1)", "(256, 1, 1)")
+    assert h.duration_ns == 1_104_576 and h.duration_us == pytest.approx(1104.576)
+    assert (h.dram_pct, h.sm_pct, h.occupancy_pct) == (11.82, 63.95, 12.48)
+    assert h.tensor_hmma_pct == 47.31 and h.tensor_gmma_pct is None  # n/a
+    assert h.tensor_pct == 47.31
+    assert (h.smem_conflicts_ld, h.smem_conflicts_st) == (1_572_864, 98_304)
+    assert h.registers == 119 and (h.local_ld_bytes, h.local_st_bytes) == (0, 0)
+    assert t.kernel.startswith("tail_kernel(") and t.duration_ns == 2336
+    assert (t.local_ld_bytes, t.local_st_bytes, t.registers) == (2048, 4096, 255)
+    assert t.tensor_pct == 0
+
+
+def test_parse_scaled_units_and_missing_columns():
+    text = ('"ID","Kernel Name","gpu__time_duration.sum","l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"\n'
+            '"","","usecond","Kbyte"\n'
+            '"3","k(int, float)","1,024.50","2.5"\n')
+    (k,) = prof.parse_csv(text)
+    assert k.id == 3 and k.kernel == "k(int, float)"
+    assert k.duration_ns == pytest.approx(1_024_500) and k.local_st_bytes == pytest.approx(2500)
+    assert k.dram_pct is None and k.registers is None  # not asked for: None, not 0
+
+
+def test_parse_without_a_table():
+    assert prof.parse_csv("==PROF== Connected to process 1\n==ERROR== no kernels were profiled\n") == []
+
+
+def test_refused_metrics():
+    ms = [prof.METRICS["sm_pct"], prof.METRICS["dram_pct"], prof.METRICS["smem_conflicts_ld"],
+          prof.METRICS["smem_conflicts_st"]]
+    out = ("==PROF== Connected to process 7\n"
+           "==ERROR== Failed to find metric regex:^l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st\\.sum$\n"
+           "sm__throughput is mentioned here, outside an error line\n")
+    assert prof.refused_metrics(ms, out) == [prof.METRICS["smem_conflicts_st"]]
+    assert prof.refused_metrics(ms, "==ERROR== Failed to find metric regex:^sm__throughput\\.avg$") == [ms[0]]
+    assert prof.refused_metrics(ms, "==ERROR== The application returned an error code (1).") == []
+
+
+def test_number():
+    assert prof.number("1,234", "") == 1234
+    assert prof.number("n/a", "%") is None and prof.number("", "") is None
+    assert prof.number("2", "msecond") == 2e6
+
+
+def test_ncu_command():
+    cmd = prof.ncu_command("/opt/ncu", ["a.sum", "b.pct"], ["python3", "-m", "judge.profile_target", "X"])
+    assert cmd[0] == "/opt/ncu" and cmd[-4:] == ["python3", "-m", "judge.profile_target", "X"]
+    joined = " ".join(cmd)
+    for flag in ("--target-processes all", "--profile-from-start off", "--clock-control none", "--csv",
+                 "--page raw", "--print-units base", "--metrics a.sum,b.pct"):
+        assert flag in joined, flag
+    assert "--kernel-name" not in cmd
+    cmd = prof.ncu_command("ncu", ["a.sum"], ["t"], kernel_regex="hgemm.*")
+    assert cmd[cmd.index("--kernel-name") + 1] == "regex:hgemm.*" and cmd[-1] == "t"
+    assert set(prof.METRICS.values()) >= {"gpu__time_duration.sum", "launch__registers_per_thread"}
+
+
+def test_pick_workload():
+    p = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    benches = p.spec.benchmarks
+    assert prof.pick_workload(p, None) == benches[0]
+    assert prof.pick_workload(p, "1") == benches[1]
+    wid = spec.workload_id(benches[-1])
+    assert prof.pick_workload(p, wid) == benches[-1]
+    assert prof.pick_workload(p, wid.replace(",", ", ")) == benches[-1]
+    assert prof.pick_workload(p, spec.workload_id(p.spec.tests[0])) == p.spec.tests[0]
+    with pytest.raises(prof.ShapeError, match="benchmark workloads"):
+        prof.pick_workload(p, str(len(benches)))
+    with pytest.raises(prof.ShapeError, match="no workload"):
+        prof.pick_workload(p, "M=1")
+
+
+@pytest.fixture
+def no_ncu(tmp_path, monkeypatch):
+    """A PATH without ncu, and no toolkit or /opt install to fall back on."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(prof.toolkit, "cuda_home", lambda: None)
+    monkeypatch.setattr(prof.glob, "glob", lambda pattern: [])
+    assert prof.ncu_path() is None
+
+
+def test_missing_ncu_is_internal_error(no_ncu):
+    args = ["profile", str(PROBLEMS_DIR / "vector_add"), str(SOLUTIONS_DIR / "vector_add" / "02_float4.cu")]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 3, r.output
+    assert "INTERNAL_ERROR: ncu not found; install Nsight Compute or put ncu on PATH" in r.output
+    r = runner.invoke(app, args + ["--json"])
+    assert r.exit_code == 3 and json.loads(r.stdout)["error"].startswith("INTERNAL_ERROR: ncu not found")
+
+
+def test_bad_shape_is_usage(no_ncu):
+    r = runner.invoke(app, ["profile", str(PROBLEMS_DIR / "hgemm"),
+                            str(SOLUTIONS_DIR / "hgemm" / "03_wmma_pipelined.cu"), "--shape", "99"])
+    assert r.exit_code == 2 and "benchmark workloads" in r.output, r.output
+
+
+# -- the whole command, with a stand-in ncu --------------------------------------------------------
+FAKE_NCU = """#!{python}
+# Stands in for ncu: records its arguments, plays the profiled program's part (the status file)
+# and prints the fixture, or refuses a metric by name once, as ncu does for one it does not know.
+import json, os, sys
+args = sys.argv[1:]
+log = os.environ["FAKE_NCU_LOG"]
+calls = open(log).read().count("\\n") if os.path.exists(log) else 0
+open(log, "a").write(json.dumps(args) + "\\n")
+metrics = args[args.index("--metrics") + 1].split(",")
+refuse = os.environ.get("FAKE_NCU_REFUSE")
+if refuse and refuse in metrics:
+    print("==ERROR== Failed to find metric regex:^" + refuse.replace(".", "\\\\.") + "$")
+    sys.exit(1)
+target = args[args.index("judge.profile_target") - 2:]
+status = target[6]
+mode = os.environ.get("FAKE_NCU_MODE", "ok")
+if mode == "hang":  # the profiled program hangs: ncu waits on it
+    import subprocess
+    child = subprocess.Popen(["sleep", "300"])
+    open(os.environ["FAKE_NCU_CHILD"], "w").write(str(child.pid))
+    child.wait()
+if mode == "solve":
+    json.dump({{"ok": False, "kind": "solve", "error": "CudaError: an illegal memory access was encountered"}},
+              open(status, "w"))
+    sys.exit(1)
+json.dump({{"ok": True}}, open(status, "w"))
+print("==PROF== Connected to process 1 (" + target[0] + ")")
+sys.stdout.write(open(os.environ["FAKE_NCU_CSV"]).read())
+"""
+
+
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    ncu = bin_dir / "ncu"
+    ncu.write_text(FAKE_NCU.format(python=sys.executable))
+    ncu.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "ncu.log"))
+    monkeypatch.setenv("FAKE_NCU_CSV", str(FIXTURE))
+    return tmp_path / "ncu.log"
+
+
+def _calls(log: Path) -> list[list[str]]:
+    return [json.loads(ln) for ln in log.read_text().splitlines()]
+
+
+@nvcc_test
+def test_profile_command_end_to_end(fake_ncu):
+    src = SOLUTIONS_DIR / "hgemm" / "03_wmma_pipelined.cu"
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--shape", "1", "--arch", "sm_90a", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["workload"] == spec.workload_id(spec.load_problem(PROBLEMS_DIR / "hgemm").spec.benchmarks[1])
+    assert [k["id"] for k in data["kernels"]] == [0, 1]
+    assert data["kernels"][0]["duration_us"] == pytest.approx(1104.576)
+    assert data["kernels"][0]["tensor_pct"] == 47.31
+    (args,) = _calls(fake_ncu)
+    target = args[args.index("judge.profile_target") - 2:]
+    assert target[0] == sys.executable and Path(target[4]).name == "lib.so" and Path(target[4]).is_absolute()
+    assert Path(target[3]) == (ROOT / "problems" / "hgemm").resolve()  # the problem was named, not a path
+    assert json.loads(target[5]) == data_workload(data["workload"]) and target[-2:] == ["--calls", "1"]
+
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a"])  # the human table
+    assert r.exit_code == 0, r.output
+    assert "hgemm_kernel<true>" in r.output and "1,104.6" in r.output and "47.3" in r.output
+    assert "tail_kernel" in r.output and "16x16×256" in r.output
+    assert "hgemm_kernel<true> sass: " in r.output and "HMMA" in r.output  # the build's SASS summary
+
+
+def data_workload(wid: str) -> dict:
+    return {k: int(v) for k, v in (kv.split("=") for kv in wid.split(","))}
+
+
+@nvcc_test
+def test_refused_metric_is_dropped_and_retried(fake_ncu, monkeypatch):
+    gmma = prof.METRICS["tensor_gmma_pct"]
+    monkeypatch.setenv("FAKE_NCU_REFUSE", gmma)
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    result = prof.run(p, SOLUTIONS_DIR / "vector_add" / "02_float4.cu", arch="sm_90a")
+    assert result.dropped_metrics == [gmma]
+    first, second = _calls(fake_ncu)
+    assert gmma in first[first.index("--metrics") + 1] and gmma not in second[second.index("--metrics") + 1]
+    assert len(result.kernels) == 2
+
+
+@nvcc_test
+def test_cuda_error_in_solve_is_runtime_error(fake_ncu, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "solve")
+    r = runner.invoke(app, ["profile", "vector_add", str(SOLUTIONS_DIR / "vector_add" / "02_float4.cu"),
+                            "--arch", "sm_90a"])
+    assert r.exit_code == 1 and "RUNTIME_ERROR" in r.output and "illegal memory access" in r.output, r.output
+
+
+def test_refused_include_is_rejected_before_ncu_runs(fake_ncu):
+    r = runner.invoke(app, ["profile", "vector_add", str(ROOT / "tests" / "exploits" / "include_fstream.cu")])
+    assert r.exit_code == 1 and "REJECTED" in r.output and "fstream" in r.output, r.output
+    assert not fake_ncu.exists()  # ncu never ran
+
+
+@nvcc_test
+def test_compile_error(fake_ncu, tmp_path):
+    bad = tmp_path / "bad.cu"
+    bad.write_text('extern "C" void solve(const float* A, const float* B, float* C, int n) { nope; }\n')
+    r = runner.invoke(app, ["profile", "vector_add", str(bad), "--arch", "sm_90a"])
+    assert r.exit_code == 1 and "COMPILE_ERROR" in r.output, r.output
+    assert not fake_ncu.exists()
+
+
+
+@nvcc_test
+def test_timeout_kills_the_profiled_program(fake_ncu, monkeypatch, tmp_path):
+    import os
+    import time
+
+    monkeypatch.setenv("FAKE_NCU_MODE", "hang")
+    monkeypatch.setenv("FAKE_NCU_CHILD", str(tmp_path / "child.pid"))
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    with pytest.raises(prof.ProfileError, match="did not finish within 3 s") as e:
+        prof.run(p, SOLUTIONS_DIR / "vector_add" / "02_float4.cu", arch="sm_90a", timeout_s=3)
+    assert e.value.status.exit_code == 3
+    pid = int((tmp_path / "child.pid").read_text())
+    for _ in range(50):  # killed with ncu's session
+        try:
+            os.kill(pid, 0)
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                break  # dead, not yet reaped
+        except (ProcessLookupError, FileNotFoundError):
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("ncu's child outlived the timeout")
