@@ -65,6 +65,7 @@ class Options:
     prebuilt: build.BuildResult | None = None  # from build_many (verify, leaderboards)
     secret: int | None = None  # default: fresh per run
     warm: Warm | None = None  # a warm session's worker and cached references (judge watch)
+    sass: bool = True  # count each kernel's SASS opcodes after the build (cuobjdump: ~0.6 s)
 
 
 class _Verdict(Exception):
@@ -126,7 +127,8 @@ class _Run:
         yield Stage(f"building {self.source.name} for {arch}")
         with ThreadPoolExecutor(1) as pool:
             pending = None if self.opts.prebuilt else pool.submit(  # + SASS summary (not for verify's builds)
-                lambda req: sass.attach(build.build(req)), build_request(self.problem, self.source, arch))
+                lambda req: sass.attach(build.build(req)) if self.opts.sass else build.build(req),
+                build_request(self.problem, self.source, arch))
             if gpu:  # start the workers and torch while nvcc runs
                 self.candidate = self._spawn("candidate")
                 self.baselines = [(b, self._spawn(f"baseline {b.name}", torch=True)) for b in self.problem.baselines

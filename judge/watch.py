@@ -145,7 +145,7 @@ class WatchSession:
         self.submit = submit
         self.problem = problem if submit else replace(problem, baselines=())  # practice: no baseline
         mode = "submit" if (submit or timed) and problem.spec.benchmarks else "test"
-        self.opts = replace(base, mode=mode, warm=None if submit else self,
+        self.opts = replace(base, mode=mode, warm=None if submit else self, sass=submit,  # the verdict first
                             secret=None if submit else (base.secret if base.secret is not None
                                                         else secrets.randbits(63)))
         self._evaluate = evaluate or pipeline.evaluate
