@@ -11,7 +11,8 @@
 // to 32768. Loads use the streaming hint (__ldcs: read once, evict first) and stores __stcs,
 // so neither pollutes L2 for the rows still being read.
 // Rows that are not a multiple of 4 floats, or longer than 32768, take step 2's two-pass path.
-// What it buys: 12 → 8 bytes per element at 65536×4096 (predicted ~1.4×: ~77% → ~95% of copy).
+// What it buys: 12 → 8 bytes per element at 65536×4096: predicted ~77% → ~95% of copy, measured
+// 97.9% (2.55× torch.softmax); 97.6% on 32768-float rows, 93.6% on 1024-float rows.
 #include <cuda_runtime.h>
 #include <cmath>
 
