@@ -117,7 +117,7 @@ def test_missing_ncu_is_internal_error(no_ncu):
 
 def test_bad_shape_is_usage(no_ncu):
     r = runner.invoke(app, ["profile", str(PROBLEMS_DIR / "hgemm"),
-                            str(SOLUTIONS_DIR / "hgemm" / "03_wmma_pipelined.cu"), "--shape", "99"])
+                            str(SOLUTIONS_DIR / "hgemm" / "04_wmma_pipelined.cu"), "--shape", "99"])
     assert r.exit_code == 2 and "benchmark workloads" in r.output, r.output
 
 
@@ -172,7 +172,7 @@ def _calls(log: Path) -> list[list[str]]:
 
 @nvcc_test
 def test_profile_command_end_to_end(fake_ncu):
-    src = SOLUTIONS_DIR / "hgemm" / "03_wmma_pipelined.cu"
+    src = SOLUTIONS_DIR / "hgemm" / "04_wmma_pipelined.cu"
     r = runner.invoke(app, ["profile", "hgemm", str(src), "--shape", "1", "--arch", "sm_90a", "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)

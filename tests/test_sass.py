@@ -20,7 +20,7 @@ HGEMM = "_Z12hgemm_kernelILb1EEvPK6__halfS2_PS0_iii"
 
 
 def test_parse_recorded_cuobjdump_output():
-    # cuobjdump 13.5 on vector_add/02_float4 (whole) and part of hgemm/03_wmma_pipelined (sm_90a);
+    # cuobjdump 13.5 on vector_add/02_float4 (whole) and part of hgemm/04_wmma_pipelined (sm_90a);
     # the counts below were read off the fixture with grep.
     funcs = sass.parse(FIXTURE.read_text())
     assert list(funcs) == ["_Z11tail_kernelPKfS0_Pfll", "_Z11add4_kernelPK6float4S1_PS_l", HGEMM]
@@ -78,7 +78,7 @@ def _total(result: build.BuildResult) -> dict[str, int]:
 @nvcc_test
 @needs_cuobjdump
 def test_wmma_hgemm_uses_tensor_cores_and_cp_async():
-    result = _built("hgemm", "03_wmma_pipelined.cu")
+    result = _built("hgemm", "04_wmma_pipelined.cu")
     assert result.resources and all(k.sass for k in result.resources)  # every kernel matched by name
     total = _total(result)
     assert total.get("HMMA", 0) > 0 and total.get("LDGSTS", 0) > 0, total

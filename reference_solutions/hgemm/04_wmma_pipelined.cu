@@ -1,4 +1,4 @@
-// hgemm, step 3: tensor cores through WMMA, shared-memory tiles, a 3-stage cp.async pipeline.
+// hgemm, step 4: tensor cores through WMMA, shared-memory tiles, a 3-stage cp.async pipeline.
 //
 // Technique: a 256-thread block computes a 128×128 tile of C; its 8 warps form a 2×4 grid and
 // each owns 64×32 outputs = 4×2 WMMA 16×16×16 fragments with fp32 accumulators. The K loop

@@ -1,4 +1,4 @@
-// hgemm, step 2: shared-memory tiles and an 8×8 register tile per thread (CUDA cores, fp32).
+// hgemm, step 3: shared-memory tiles and an 8×8 register tile per thread (CUDA cores, fp32).
 //
 // Technique: a 256-thread block computes a 128×128 tile of C. The K loop walks 16-wide slices:
 // the block copies A[128×16] (transposed, so a column of A is contiguous) and B[16×128] into
