@@ -88,8 +88,33 @@ def _solution(path: Path) -> Path:
     return path
 
 
+RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
+ImageOpt = typer.Option(None, "--image", help="The docker runner's image (default: $JUDGE_DOCKER_IMAGE or kernel-judge:latest).")
+MountOpt = typer.Option([], "--docker-mount", help="SRC:DST, bound read-only into the container (repeatable).")
+HostEnvOpt = typer.Option(False, "--docker-host-env", help="Bind this machine's /usr and Python read-only (images of docker/host-image.sh).")
+GpusOpt = typer.Option("auto", "--docker-gpus", help="auto, toolkit (--gpus), devices (device nodes + driver mount) or none.")
+
+
+def _runner(runner: str, image: Optional[str], mounts: List[str], host_env: bool, gpus: str):
+    """The docker runner's options, None for the local runner; Usage on a bad command line."""
+    if runner == "local":
+        return None
+    if runner != "docker":
+        raise Usage(f"--runner {runner!r}: expected local or docker")
+    from judge.runner.docker import GPU_STYLES, DockerOptions, MountError, parse_mount
+
+    if gpus not in GPU_STYLES:
+        raise Usage(f"--docker-gpus {gpus!r}: expected one of {', '.join(GPU_STYLES)}")
+    try:
+        for m in mounts:
+            parse_mount(m)
+    except MountError as e:
+        raise Usage(str(e)) from None
+    return DockerOptions(**({"image": image} if image else {}), mounts=list(mounts), host_env=host_env, gpus=gpus)
+
+
 def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
-           arch: Optional[str], budget: float, db: Optional[Path], record: bool) -> None:
+           arch: Optional[str], budget: float, db: Optional[Path], record: bool, runner=None) -> None:
     from judge.bench import Policy
     from judge.pipeline import Options, evaluate
 
@@ -99,8 +124,15 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
         opts = Options(mode=mode, device=device, arch=arch, policy=Policy(budget_s=budget),
                        baseline_policy=Policy(budget_s=budget).for_baseline())
         if not as_json:
-            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}")
-        report = render.run(evaluate(p, src, opts), err if as_json else out, quiet=as_json)
+            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}"
+                      + (f" · docker {escape(runner.image)}" if runner else ""))
+        if runner:  # the whole pipeline inside a container (judge/runner/docker.py)
+            from judge.runner.docker import evaluate_in_docker
+
+            events = evaluate_in_docker(p, src, mode, device, arch, budget, runner)
+        else:
+            events = evaluate(p, src, opts)
+        report = render.run(events, err if as_json else out, quiet=as_json)
         if as_json:
             print(report.model_dump_json(indent=2))
         else:
@@ -131,9 +163,13 @@ def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g.
            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
            budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel."),
            db: Optional[Path] = DbOpt,
-           record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store.")) -> None:
+           record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
+           runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
+           host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
     """Build, check on every test workload, time against the baseline, and give a verdict."""
-    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record)
+    with errors(as_json, debug):
+        docker = _runner(runner, image, mount, host_env, gpus)
+    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record, docker)
 
 
 @app.command()
@@ -143,9 +179,13 @@ def test(problem: str = typer.Argument(..., help="Problem folder or name"),
          device: int = typer.Option(0, help="GPU index."),
          arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
          db: Optional[Path] = DbOpt,
-         record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store.")) -> None:
+         record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
+         runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
+         host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
     """Correctness only: build and check every test workload (no timing)."""
-    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record)
+    with errors(as_json, debug):
+        docker = _runner(runner, image, mount, host_env, gpus)
+    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record, docker)
 
 
 @app.command("list")

@@ -7,6 +7,11 @@ more than torch's own start.
 
 `judge compare` (judge/compare.py) extends `_Run` to time two candidates on shared slots;
 `judge watch` (judge/watch.py) passes a `Warm` state: a started worker and cached references.
+
+Runtime defences (docs/security.md): poisoned outputs counted on the worker's stream right after
+each call (judge/integrity.py), input checksums, hidden test shapes (judge/hidden.py), inputs
+re-drawn after the warm-up, timed outputs re-checked, times bounded by the wall clock and the
+roofline, and a GPU health gate before each phase (judge/health.py).
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, Protocol
 
-from . import __version__, abi, build, device, policy, sass, toolkit
+from . import __version__, abi, build, device, integrity, policy, sass, toolkit
 from .bench import Policy
 from .events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
 from .report import (BaselineTiming, BenchResult, BuildInfo, KernelInfo, Report,
                      TestCase)
+from .guards import Guards, _Verdict, _incomplete
 from .runner.local import WorkerFailure, WorkerProcess
 from .score import drift, drift_flagged, geomean
 from .spec import Problem, Workload, workload_id
@@ -33,6 +39,12 @@ from .verdict import Status
 
 RECHECK_SLOTS = 2
 MAX_SLOTS = 8  # input sets per shape: timed calls rotate over their (different) memory placements
+MAX_EVENTS = 1000  # calls per timed batch (judge/runner/worker.py): one completeness count each
+# A median below this fraction of the roofline floor is REJECTED. Not 1: the floor's peaks are
+# the best a copy and cuBLAS were seen to do, and correct kernels come near or past them
+# (cross_entropy's model answer reads at 102.5% of the copy bandwidth: read-only streams beat a
+# copy). Half the floor is out of reach for any correct kernel, and skipped work is not.
+FLOOR_MARGIN = 0.5
 
 
 class Warm(Protocol):
@@ -53,6 +65,8 @@ class Slots:
     wire: list[dict]
     args: list[list[dict]]
     outputs: list[list[dict]]
+    tags: list[str] = field(default_factory=list)  # per slot: the phase its inputs were drawn under
+    sums: list[dict] = field(default_factory=list)  # per slot: input checksums (judge/integrity.py)
 
 
 @dataclass
@@ -65,12 +79,8 @@ class Options:
     prebuilt: build.BuildResult | None = None  # from build_many (verify, leaderboards)
     secret: int | None = None  # default: fresh per run
     warm: Warm | None = None  # a warm session's worker and cached references (judge watch)
+    hidden: int = 2  # hidden test cases drawn per run (judge/hidden.py)
     sass: bool = True  # count each kernel's SASS opcodes after the build (cuobjdump: ~0.6 s)
-
-
-class _Verdict(Exception):
-    def __init__(self, status: Status, message: str):
-        self.status, self.message = status, message
 
 
 def build_request(problem: Problem, source: Path, arch: str) -> build.BuildRequest:
@@ -97,12 +107,13 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
     yield Finished(report)
 
 
-class _Run:
+class _Run(Guards):
     def __init__(self, problem: Problem, source: Path, opts: Options, report: Report):
         self.problem, self.source, self.opts, self.report = problem, source, opts, report
         self.secret = opts.secret if opts.secret is not None else secrets.randbits(63)
         self.workers: list[WorkerProcess] = []
         self.buffers = None
+        self.called = False  # has the candidate run solve() yet (who is to blame for an OOM)
 
     def close(self) -> None:
         if self.buffers is not None:
@@ -130,6 +141,8 @@ class _Run:
                 lambda req: sass.attach(build.build(req)) if self.opts.sass else build.build(req),
                 build_request(self.problem, self.source, arch))
             if gpu:  # start the workers and torch while nvcc runs
+                self.gpu = gpu
+                self._gate("starting")  # a killed worker of an earlier run may still hold memory
                 self.candidate = self._spawn("candidate")
                 self.baselines = [(b, self._spawn(f"baseline {b.name}", torch=True)) for b in self.problem.baselines
                                   ] if self.opts.mode == "submit" else []
@@ -176,7 +189,7 @@ class _Run:
         from .devmem import DeviceBuffers
 
         torch.cuda.set_device(self.opts.device)
-        torch.zeros(1, device="cuda")
+        _first_allocation(torch)
         self.torch = torch
         self.rt = Runtime(self.opts.device)
         self.buffers = DeviceBuffers(self.rt)
@@ -213,10 +226,11 @@ class _Run:
     # -- correctness ----------------------------------------------------------------------------
     def _alloc(self, tag: str, workload: Workload) -> dict:
         bufs = {}
-        for p in self.problem.tensors:
-            dtype = p.ctype.element.dtype  # type: ignore[union-attr]
-            bufs[p.name] = self.buffers.alloc(f"{tag}:{p.name}", dtype,  # type: ignore[union-attr]
-                                              self.problem.shape_of(p.name, workload))
+        with self._memory(f"the buffers of {workload_id(workload)}"):
+            for p in self.problem.tensors:
+                dtype = p.ctype.element.dtype  # type: ignore[union-attr]
+                bufs[p.name] = self.buffers.alloc(f"{tag}:{p.name}", dtype,  # type: ignore[union-attr]
+                                                  self.problem.shape_of(p.name, workload))
         return bufs
 
     def _args(self, bufs: dict, workload: Workload) -> list[dict]:
@@ -234,9 +248,13 @@ class _Run:
         from . import workloads
 
         tensors = {n: b.tensor for n, b in bufs.items()}
-        workloads.fill_inputs(self.problem, workload, tensors, self.secret, tag)
+        with self._memory(f"the inputs of {workload_id(workload)}"):
+            workloads.fill_inputs(self.problem, workload, tensors, self.secret, tag)
         try:
-            expected = self._reference(tag, workload, tensors)
+            with self._memory(f"the reference outputs of {workload_id(workload)}"):
+                expected = self._reference(tag, workload, tensors)
+        except _Verdict:
+            raise
         except Exception as e:  # noqa: BLE001 — the problem's reference is the judge's code
             raise _Verdict(Status.INTERNAL_ERROR, f"the reference failed on {workload_id(workload)}: "
                            f"{type(e).__name__}: {e}") from None
@@ -254,41 +272,74 @@ class _Run:
     def _check(self, workload: Workload, bufs: dict, expected: dict) -> TestCase:
         from .check import run_check
 
-        checks = [run_check(self.problem.spec.check, name, bufs[name].tensor, expected[name])
-                  for name in expected]
+        with self._memory(f"the check of {workload_id(workload)}"):
+            checks = [run_check(self.problem.spec.check, name, bufs[name].tensor, expected[name])
+                      for name in expected]
         return TestCase(workload=workload_id(workload), passed=all(c.passed for c in checks), checks=checks)
 
     def _tests(self) -> Iterator[Event]:
+        from .hidden import draw
+
+        cases = [(w, workload_id(w), f"test{i}", False) for i, w in enumerate(self.problem.spec.tests)]
+        cases += [(w, f"hidden {k + 1}", f"hidden{k + 1}", True)  # shapes shown only after the verdict
+                  for k, w in enumerate(draw(self.problem, self.secret, self.opts.hidden))]
+        self._gate("the tests")
+        for i, (w, label, tag, hidden) in enumerate(cases):
+            yield Stage(f"test {i + 1}/{len(cases)}: {label}")
+            case, verdict = self._test_one(w, label, tag, hidden)
+            self.report.tests.append(case)
+            yield CaseDone(i, len(cases), case)
+            if verdict:
+                raise verdict
+
+    def _test_one(self, w: Workload, label: str, tag: str, hidden: bool) -> tuple[TestCase, _Verdict | None]:
+        """One test call: poisoned outputs, input checksums, the completeness count, the check."""
         from .workloads import POISON_BYTES, poison
 
-        tests = self.problem.spec.tests
-        timeout = self.problem.spec.timeout_s
-        for i, w in enumerate(tests):
-            wid = workload_id(w)
-            yield Stage(f"test {i + 1}/{len(tests)}: {wid}")
-            bufs = self._alloc(f"test{i}", w)
-            expected = self._inputs(f"test{i}", w, bufs)
-            rng = secrets.SystemRandom()
-            for p in self.problem.outputs:
-                poison(bufs[p.name].tensor, rng.choice(POISON_BYTES))
-            self.torch.cuda.synchronize()
-            self._ask(self.candidate, "map", 60, "mapping buffers", buffers=[b.wire() for b in bufs.values()])
-            try:
-                self._ask(self.candidate, "call", timeout + 1, "solve()", args=self._args(bufs, w))
-            except _Verdict as v:
-                case = TestCase(workload=wid, passed=False, error=v.message)
-                self.report.tests.append(case)
-                yield CaseDone(i, len(tests), case)
-                v.message = f"on {wid}: {v.message}"
-                raise
-            case = self._check(w, bufs, expected)
-            self.report.tests.append(case)
-            yield CaseDone(i, len(tests), case)
-            self._ask(self.candidate, "unmap", 60, "unmapping buffers")
-            del expected
-            self.buffers.free()  # type: ignore[union-attr]
-            if not case.passed:
-                raise _Verdict(Status.WRONG_ANSWER, f"wrong output on {wid}")
+        wid = workload_id(w)
+        where = f"{label} ({wid})" if hidden else wid
+        bufs = self._alloc(tag, w)
+        expected = self._inputs(tag, w, bufs)
+        counter = self._counter(tag, 1)
+        rng = secrets.SystemRandom()
+        outs = []
+        for p in self.problem.outputs:
+            b = bufs[p.name]
+            word = integrity.poison_word(b.dtype, rng)
+            if word is None:
+                poison(b.tensor, rng.choice(POISON_BYTES))
+            else:
+                integrity.fill_tensor(b.tensor, b.dtype, word)
+            outs.append({"buf": b.id, "nbytes": b.nbytes, "dtype": b.dtype, "word": word})
+        inputs = self._slot_inputs(bufs)
+        with self._memory(f"the input checksums of {wid}"):
+            sums = integrity.checksums(inputs)
+        self.torch.cuda.synchronize()
+        wire = [b.wire() for b in bufs.values()] + [counter.wire()]
+        self._ask(self.candidate, "map", 60, "mapping buffers", buffers=wire)
+        try:
+            self.called = True
+            self._ask(self.candidate, "call", self.problem.spec.timeout_s + 1, "solve()",
+                      args=self._args(bufs, w), outputs=outs, counter=counter.id)
+        except _Verdict as v:
+            return (TestCase(workload=label, passed=False, error=v.message, hidden=hidden),
+                    _Verdict(v.status, f"on {where}: {v.message}"))
+        case = self._check(w, bufs, expected)
+        case.workload, case.hidden = label, hidden
+        verdict = None
+        if not case.passed:
+            verdict = _Verdict(Status.WRONG_ANSWER, f"wrong output on {where}")
+        elif changed := self._changed(inputs, sums, wid):
+            verdict = _Verdict(Status.REJECTED, f"solve() modified its input {', '.join(changed)} on {where}: "
+                               "inputs are read-only")
+        elif (left := int(counter.tensor[0])) > 0:
+            verdict = _Verdict(Status.REJECTED, _incomplete(left, where))
+        if verdict and case.passed:
+            case.passed, case.error = False, verdict.message
+        self._ask(self.candidate, "unmap", 60, "unmapping buffers")
+        del expected
+        self.buffers.free()  # type: ignore[union-attr]
+        return case, verdict
 
     # -- timing ---------------------------------------------------------------------------------
     def _benchmarks(self) -> Iterator[Event]:
@@ -313,18 +364,41 @@ class _Run:
     def _bench_one(self, j: int, w: Workload, peaks: device.Peaks):
         wid = workload_id(w)
         yield Stage(f"benchmark {j + 1}/{len(self.problem.spec.benchmarks)}: {wid}: preparing inputs")
+        self._gate(f"benchmark {wid}")
         slots = self._slots(j, w)
+        counter = self._counter(f"bench{j}", MAX_EVENTS)
         everyone = [self.candidate] + [wk for _, wk in self.baselines]
         for wk in everyone:
-            self._map_slots(wk, slots)
+            self._map_slots(wk, slots, counter if wk is self.candidate else None)
         tel_before = device.telemetry(self.gpu.index)
         before = {}
         for b, wk in self.baselines:
             before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy)
-        stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy)
-        # Re-check timed outputs: each slot the calls reached holds the output of its last call
-        # (slots rotate from 0; long calls may not reach them all).
-        checked = self._recheck(j, w, slots, min(len(slots.bufs), stats.samples + stats.warmup_calls))
+
+        def completeness(k: int) -> None:
+            left = int(counter.tensor[:k].sum())
+            if left:
+                raise _Verdict(Status.REJECTED, _incomplete(left, f"a timed call on {wid}"))
+
+        stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy,
+                                      before_batch=lambda: self._zero(counter), after_batch=completeness,
+                                      after_warmup=lambda: self._redraw(j, w, slots))
+        if changed := self._inputs_changed(slots):
+            raise _Verdict(Status.REJECTED, f"solve() modified its input {changed} during the timed calls on {wid}: "
+                           "inputs are read-only")
+        # Re-check timed outputs: each slot the timed calls reached holds the output of its last
+        # call (slots rotate; the warm-up's outputs are of the inputs drawn before the re-draw).
+        n = len(slots.bufs)
+        timed = sorted({(stats.warmup_calls + i) % n for i in range(min(n, stats.samples))})
+        checked = self._recheck(j, w, slots, n, among=timed)
+        flops, nbytes = float(self.problem.flops(w)), float(self.problem.bytes(w))
+        floor_ms = max(flops / (peaks.tflops(self.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
+        med = stats.median_ms
+        if med < FLOOR_MARGIN * floor_ms:
+            raise _Verdict(Status.REJECTED, f"impossible time on {wid}: the median, {med:.4f} ms, is below half the "
+                           f"roofline floor ({floor_ms:.4f} ms: {nbytes / 1e6:.1f} MB at the measured "
+                           f"{peaks.copy_gbps:.0f} GB/s, or {flops / 1e9:.2f} GFLOP at the measured peak): "
+                           "work the timer did not see (another stream?)")
         baselines = []
         for b, wk in self.baselines:
             after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy)
@@ -337,9 +411,6 @@ class _Run:
         for wk in everyone:
             self._ask(wk, "unmap", 60, "unmapping buffers")
         self.buffers.free()  # type: ignore[union-attr]
-        flops, nbytes = float(self.problem.flops(w)), float(self.problem.bytes(w))
-        floor_ms = max(flops / (peaks.tflops(self.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
-        med = stats.median_ms
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
                            baselines=baselines, rechecked_slots=checked,
@@ -356,28 +427,36 @@ class _Run:
         for s in range(n_slots):
             bufs = self._alloc(f"bench{j}.{s}", w)
             tensors = {n: b.tensor for n, b in bufs.items()}
-            workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
+            with self._memory(f"the inputs of {workload_id(w)}"):
+                workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
             slots.append(bufs)
         self.torch.cuda.synchronize()
         wire = [b.wire() for bufs in slots for b in bufs.values()]
         args = [self._args(bufs, w) for bufs in slots]
-        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes} for p in self.problem.outputs]
-                for bufs in slots]
-        return Slots(slots, wire, args, outs)
+        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes, "dtype": bufs[p.name].dtype}
+                 for p in self.problem.outputs] for bufs in slots]
+        return Slots(slots, wire, args, outs, tags=[f"bench{j}.{s}" for s in range(n_slots)])
 
-    def _map_slots(self, worker: WorkerProcess, slots: Slots) -> None:
-        self._ask(worker, "map", 120, "mapping buffers", buffers=slots.wire)
-        self._ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs)
+    def _map_slots(self, worker: WorkerProcess, slots: Slots, counter=None) -> None:
+        """Map the slots into `worker` and set its timed calls; with `counter` (the candidate's),
+        each timed call's completeness count goes there."""
+        wire = slots.wire + ([counter.wire()] if counter is not None else [])
+        self._ask(worker, "map", 120, "mapping buffers", buffers=wire)
+        self._ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs,
+                  counter=counter.id if counter is not None else None)
 
-    def _recheck(self, j: int, w: Workload, slots: Slots, reached: int) -> int:
-        """Check RECHECK_SLOTS random slots among the first `reached` (each holds the output of
-        its last timed call) against the reference; returns how many were checked."""
+    def _recheck(self, j: int, w: Workload, slots: Slots, reached: int, among: list[int] | None = None) -> int:
+        """Check RECHECK_SLOTS random slots among the first `reached` (or `among`; each holds the
+        output of its last timed call) against the reference; returns how many were checked."""
         wid = workload_id(w)
         rng = secrets.SystemRandom()
-        checked = rng.sample(range(reached), min(RECHECK_SLOTS, reached))
+        pool = list(range(reached)) if among is None else among
+        checked = rng.sample(pool, min(RECHECK_SLOTS, len(pool)))
         for s in checked:
             tensors = {n: bt.tensor for n, bt in slots.bufs[s].items()}
-            expected = self._reference(f"bench{j}.{s}", w, tensors)
+            tag = slots.tags[s] if slots.tags else f"bench{j}.{s}"
+            with self._memory(f"the reference outputs of {wid}"):
+                expected = self._reference(tag, w, tensors)
             case = self._check(w, slots.bufs[s], expected)
             del expected
             if not case.passed:
@@ -386,11 +465,11 @@ class _Run:
                 raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
         return len(checked)
 
-    def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy):
+    def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy, **hooks):
         yield Timing(wid, target, 0)
         try:
             return (yield from time_target(worker, policy, self.problem.spec.timeout_s,
-                                           lambda n: Timing(wid, target, n)))
+                                           lambda n: Timing(wid, target, n), **hooks))
         except WorkerFailure as f:
             raise self._failure(worker, f) from None
         except ImpossibleTime as e:
@@ -400,3 +479,24 @@ class _Run:
     def _nbytes(self, name: str, w: Workload) -> int:
         ct = dict(self.problem.params)[name]
         return math.prod(self.problem.shape_of(name, w)) * ct.element.itemsize  # type: ignore[union-attr]
+
+
+def _first_allocation(torch, wait_s: float = 60.0) -> None:
+    """Bring the parent's CUDA context up. A worker killed a moment ago (a memory hog, a crash)
+    may still hold the device's memory while the driver tears its context down, after its pid has
+    left NVML's list: wait for the memory, then call it the judge's problem, never the next
+    submission's."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            torch.zeros(1, device="cuda")
+            return
+        except RuntimeError as e:  # torch.OutOfMemoryError and AcceleratorError are RuntimeErrors
+            if "out of memory" not in str(e) or time.monotonic() > deadline:
+                if "out of memory" in str(e):
+                    raise _Verdict(Status.INTERNAL_ERROR, f"the GPU's memory stayed full for {wait_s:.0f} s "
+                                   "(another process holds it): not your code") from None
+                raise
+            torch.cuda.empty_cache()
+            time.sleep(0.25)
+

@@ -25,8 +25,13 @@ class Timer:
     """One target's timing loop, a batch at a time, so that the parent can interleave targets
     (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
-    def __init__(self, worker: WorkerProcess, policy: Policy, timeout_s: float):
+    def __init__(self, worker: WorkerProcess, policy: Policy, timeout_s: float,
+                 before_batch: Callable[[], object] | None = None,
+                 after_batch: Callable[[int], object] | None = None):
+        """`before_batch()` and `after_batch(k)` run in the parent around every batch (warm-up
+        included): the pipeline clears and reads the completeness counts there."""
         self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
+        self.before_batch, self.after_batch = before_batch, after_batch
         self.per_call = False  # becomes True once the warm-up shows long calls
         self.warm: list[float] = []
         self.samples: list[float] = []
@@ -37,6 +42,8 @@ class Timer:
     def batch(self, k: int) -> list[float]:
         """k timed calls in the worker; their times, bounded by the parent's wall clock."""
         policy = self.policy
+        if self.before_batch:
+            self.before_batch()
         t0 = time.perf_counter()
         reply = self.worker.request("time_batch", (self.timeout_s * k) * (1 + policy.rest) + 30,
                                     "timing solve()", k=k, rest=policy.rest, per_call=self.per_call)
@@ -47,6 +54,8 @@ class Timer:
         if sum(times) > wall_ms + WALL_SLACK_MS:
             raise ImpossibleTime(f"the worker reported {sum(times):.3f} ms of GPU time for a batch "
                                  f"that took {wall_ms:.3f} ms of wall time")
+        if self.after_batch:
+            self.after_batch(k)
         return times
 
     def warm_up(self) -> None:
@@ -73,10 +82,15 @@ class Timer:
 
 
 def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
-                progress: Callable[[int], object]) -> Generator[object, None, Stats]:
-    """Yields progress events (whatever `progress(n)` makes); returns the Stats."""
-    timer = Timer(worker, policy, timeout_s)
+                progress: Callable[[int], object], before_batch: Callable[[], object] | None = None,
+                after_batch: Callable[[int], object] | None = None,
+                after_warmup: Callable[[], object] | None = None) -> Generator[object, None, Stats]:
+    """Yields progress events (whatever `progress(n)` makes); returns the Stats. `after_warmup()`
+    runs between the warm-up and the first timed batch (the pipeline re-draws the inputs there)."""
+    timer = Timer(worker, policy, timeout_s, before_batch, after_batch)
     timer.warm_up()
+    if after_warmup:
+        after_warmup()
     while True:
         reason = timer.step()
         yield progress(len(timer.samples))

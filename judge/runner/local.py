@@ -21,6 +21,9 @@ from pathlib import Path
 
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
 LOG_TAIL_BYTES = 4000
+CPU_LIMIT_S = 3600  # RLIMIT_CPU: a backstop; every request has its own (much shorter) deadline
+EXTRA_TASKS = 4096  # RLIMIT_NPROC: this user's processes and threads now, plus this many
+KILLED: set[int] = set()  # pids of workers this process killed: judge/health.py waits for their memory
 
 
 @dataclass
@@ -51,7 +54,7 @@ class WorkerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "judge.runner.worker", str(write_fd), self.nonce] + (["--torch"] if torch else []),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            cwd=self.workdir.name, env=env, preexec_fn=_limits, start_new_session=True)
+            cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
         log.close()
         os.close(write_fd)
         self.read_fd = read_fd
@@ -118,6 +121,8 @@ class WorkerProcess:
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
             how = f"the worker was killed by {name}"
+            if name == "SIGXFSZ":
+                how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
         else:
             how = f"the worker exited with status {code}"
         return WorkerFailure("crash", f"{what}: {how}", self.log_tail())
@@ -136,6 +141,7 @@ class WorkerProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        KILLED.add(self.proc.pid)
         self.proc.wait()
         if self.proc.stdin:
             self.proc.stdin.close()
@@ -150,6 +156,42 @@ class WorkerProcess:
         self.workdir.cleanup()
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT_BYTES, LOG_LIMIT_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _user_tasks() -> int | None:
+    """How many processes and threads this user runs now (None when /proc cannot tell)."""
+    uid, n = os.getuid(), 0
+    try:
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    if os.stat(f"/proc/{pid}").st_uid == uid:
+                        n += len(os.listdir(f"/proc/{pid}/task"))
+                except OSError:
+                    continue
+    except OSError:
+        return None
+    return n
+
+
+def _limits(tasks: int | None):
+    """The worker's limits (set in the child before exec). RLIMIT_AS cannot be used: the CUDA
+    driver reserves a virtual address range as large as the device's and host memory together.
+    RLIMIT_NPROC counts every process and thread of the user (the kernel ignores it for root):
+    it is set above what the user runs now, so it stops a fork bomb, never the CUDA runtime's
+    own threads; it is never raised above the limit already in force."""
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT_BYTES, LOG_LIMIT_BYTES))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _, hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)
+        hard_cpu = CPU_LIMIT_S + 10 if hard_cpu == resource.RLIM_INFINITY else hard_cpu
+        resource.setrlimit(resource.RLIMIT_CPU, (min(CPU_LIMIT_S, hard_cpu), hard_cpu))
+        if tasks is not None:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            n = tasks + EXTRA_TASKS
+            for limit in (soft, hard):
+                if limit != resource.RLIM_INFINITY:
+                    n = min(n, limit)
+            try:
+                resource.setrlimit(resource.RLIMIT_NPROC, (n, hard))
+            except (ValueError, OSError):
+                pass
+    return apply

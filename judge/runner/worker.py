@@ -10,6 +10,10 @@ imports torch and the problem's reference.py.
 
 Commands: init, map, unmap, call, prepare, time_batch, exit. Any CUDA error is answered with its runtime name
 and text, then the worker exits: after a sticky error its context is unusable.
+
+Everything it answers is a claim: native code in this process can rewrite it. The parent decides
+from what it checks itself (outputs, input checksums, its wall clock); the completeness counts
+are written into a buffer the parent owns (judge/integrity.py).
 """
 from __future__ import annotations
 
@@ -18,10 +22,12 @@ import importlib.util
 import json
 import os
 import random
+import signal
 import sys
 import time
 
 from ..cuda import CudaError, Runtime
+from ..integrity import WIDTH, Kernels, poison_word
 
 POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]  # |value| >= 2 or NaN in f32/f16/bf16
 FLUSH_MIN_BYTES = 64 << 20
@@ -39,6 +45,9 @@ class Worker:
         self.call_target = None
         self.torch_mode = False
         self.events: list[tuple[int, int]] = []
+        self.kernels = Kernels()  # judge-owned fill and completeness-count kernels
+        self.counter = 0  # the parent's u64 counts buffer (one per timed call), 0: not counted
+        self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
 
     def send(self, **msg) -> None:
         msg["nonce"] = self.nonce
@@ -95,17 +104,49 @@ class Worker:
                 out.append(a["int"] if "int" in a else a["float"])
         return out
 
-    def call(self, args: list) -> dict:
+    def call(self, args: list, outputs: list[dict] | None = None, counter: str | None = None) -> dict:
+        """One call of solve(). With `counter`, the outputs (poisoned by the parent with `word`)
+        are counted right after solve() returns, on the same stream, before synchronising."""
         self.rt.synchronize("before the call")
         self.call_target(self._args(args))  # type: ignore[misc]
         self.rt.last_error("launching solve()")
+        if counter:
+            self._count([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
+                        self.buffers[counter])
         self.rt.synchronize("solve() on the device")
         return {}
 
-    def prepare(self, slots: list[list], outputs: list[list[dict]]) -> dict:
-        """Set the timed calls: one argument list per slot, and the outputs to poison per slot."""
+    def _count(self, outputs: list[tuple], counter: int) -> None:
+        try:
+            for ptr, nbytes, dtype, word in outputs:
+                if word is not None:
+                    self.kernels.count(ptr, nbytes, WIDTH[dtype], word, counter, self.kernels.stream)
+        except CudaError:  # most likely solve()'s own error, sticky: report it as the runtime words it
+            self.rt.synchronize("solve() on the device")
+            raise
+
+    def _poison(self, ptr: int, nbytes: int, dtype: str) -> int | None:
+        word = poison_word(dtype)
+        if word is None:
+            self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)
+        else:
+            self.kernels.fill(ptr, nbytes, WIDTH[dtype], word)
+        return word
+
+    def _clear_persisting_l2(self) -> None:
+        """Persisting lines survive a plain flush: reset them, and the stream's access policy window
+        (best effort: the call's error, if any, is cleared so that it is not taken for solve()'s)."""
+        self.rt.reset_persisting_l2()
+        if self.rt.lib.cudaStreamSetAttribute(None, 1, self._no_window) != 0:  # AccessPolicyWindow
+            self.rt.lib.cudaGetLastError()
+
+    def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None) -> dict:
+        """Set the timed calls: one argument list per slot, and the outputs to poison per slot;
+        with `counter`, each timed call's completeness count goes to its u64 there."""
         self.slots = [self._args(a) for a in slots]
-        self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"]) for o in outs] for outs in outputs]
+        self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"], o.get("dtype", "uint8")) for o in outs]
+                             for outs in outputs]
+        self.counter = self.buffers[counter] if counter else 0
         self.next_slot = 0
         while len(self.events) < MAX_EVENTS:
             self.events.append((self.rt.event(), self.rt.event()))
@@ -120,17 +161,21 @@ class Worker:
         timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
         """
         k = max(1, min(k, MAX_EVENTS))
-        self.rt.reset_persisting_l2()
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
-            for ptr, nbytes in self.slot_outputs[s]:  # poison first, then flush: the poison's
-                self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)  # lines leave L2
+            words = [self._poison(ptr, nbytes, dtype)  # poison first, then flush: the poison's
+                     for ptr, nbytes, dtype in self.slot_outputs[s]]  # lines leave L2
+            self._clear_persisting_l2()
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
             start, end = self.events[i]
             self.rt.record(start)
             self.call_target(self.slots[s])  # type: ignore[misc]
             self.rt.record(end)
+            self.rt.last_error("launching solve()")
+            if self.counter:  # same stream, right after the end event, before any synchronisation
+                self._count([(ptr, nbytes, dtype, w) for (ptr, nbytes, dtype), w in zip(self.slot_outputs[s], words)],
+                            self.counter + 8 * i)
             if rest > 0 and per_call:
                 self.rt.event_synchronize(end)
                 time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
@@ -143,6 +188,9 @@ class Worker:
 
 
 def main() -> None:
+    # Python ignores SIGXFSZ; restored, output past the log's cap (RLIMIT_FSIZE) kills the worker
+    # instead of being dropped while the flood goes on.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     fd, nonce = int(sys.argv[1]), sys.argv[2]
     out = os.fdopen(fd, "w")
     try:

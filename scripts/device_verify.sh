@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The GPU checks that close a batch of work, in the order they cost: run on the GPU machine from
+# the repository root (`source scripts/on_device.sh` first puts `judge` on PATH). Logs go to
+# ${OUT:-/tmp/device_verify}. Usage: scripts/device_verify.sh gpu-tests | verify | measure
+set -uo pipefail
+OUT=${OUT:-/tmp/device_verify}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+case "${1:?gpu-tests | verify | measure}" in
+  gpu-tests)  # every GPU test: controls, exploits, crash-then-valid, compare, watch
+    python3 -m pytest -m gpu -q 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 ;;
+  verify)     # every model answer ACCEPTED, every control as declared, under the runtime defences
+    judge verify 2>&1 | tee "$OUT/verify.log" | grep -E "FAIL|ok,|✗" ;;
+  measure)    # the numbers the docs quote
+    judge verify --table embedding 2>&1 | grep -E "ok,|table:"
+    cp reference_solutions/README.md reference_solutions/results.json "$OUT/"
+    judge submit problems/hgemm reference_solutions/hgemm/06_wgmma_tma_persistent.cu --no-record 2>&1 | tee "$OUT/hgemm06.log" | tail -12
+    for f in 02_mma_sync 03_wgmma_tma; do
+      judge submit problems/flash_attn reference_solutions/flash_attn/$f.cu --no-record --json > "$OUT/fa_$f.json"
+      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1], r['status'], r.get('geomean_speedup'))" "$OUT/fa_$f.json"
+    done
+    python3 scripts/measure_watch.py 2>&1 | tee "$OUT/watch.log" | tail -4 ;;
+esac
