@@ -50,7 +50,7 @@ class Guards:
     def _counter(self, tag: str, n: int):
         """A u64 completeness count per call, in a buffer the parent owns (judge/integrity.py)."""
         with self._memory("the completeness counts"):
-            buf = self.buffers.alloc(f"{tag}:counts", "int64", (n,))  # type: ignore[union-attr]
+            buf = self.buffers.alloc(f"{tag}#completeness", "int64", (n,))  # type: ignore[union-attr]
         buf.tensor.zero_()
         return buf
 
