@@ -118,15 +118,15 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
 
     code = 0
     with errors(as_json, debug):
+        names = [p.name for p in spec.find_problems(problems_root())]
+        try:  # the command line first: a mistyped folder is exit 2 on any machine
+            subs = leaderboard.discover(submissions, names)
+        except leaderboard.LeaderboardError as e:
+            raise Usage(str(e)) from None
         try:
             chosen, kind, gpu = _devices(gpus, devices)
         except _NoGpu as e:
             _no_gpu(as_json, str(e))
-        names = [p.name for p in spec.find_problems(problems_root())]
-        try:
-            subs = leaderboard.discover(submissions, names)
-        except leaderboard.LeaderboardError as e:
-            raise Usage(str(e)) from None
         if references:
             subs += leaderboard.references(SOLUTIONS_DIR, {s.problem for s in subs}, names)
         with Store(db) as store:

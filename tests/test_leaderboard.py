@@ -437,6 +437,12 @@ def test_cli_no_gpu(tmp_path, monkeypatch):
     assert r.exit_code == 3 and "no CUDA device" in json.loads(r.stdout)["error"]
 
 
+def test_cli_missing_folder_is_a_usage_error_even_without_a_gpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(lb_cmd, "local_gpus", lambda: [])
+    r = lb("run", str(tmp_path / "nope"), "--db", str(tmp_path / "d"), "--json")
+    assert r.exit_code == 2 and "no submissions folder" in json.loads(r.stdout)["error"]
+
+
 @nvcc_test
 def test_subprocess_judge_real_process(tmp_path):
     """The real judging function end to end, in a `judge submit --json` process: a file that does not
