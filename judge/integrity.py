@@ -15,8 +15,8 @@ event, the next call's poison after the count), and the priority puts its blocks
 blocks still pending of a big kernel on another stream, so that the count does not wait behind
 the very work it must catch. (A persistent side kernel that holds every SM still delays it;
 the roofline floor in the pipeline catches the time such a call reports.) The kernels are
-judge code, a PTX string (below, made with `nvcc -arch=compute_80 -ptx`, `.version` lowered to
-7.0) loaded with the driver API in the worker (`Kernels`), which never imports torch.
+judge code (`integrity_kernels.cu`), compiled to PTX once (`integrity_kernels.ptx`) and loaded
+with the driver API in the worker (`Kernels`), which never imports torch.
 
 Input checksums. The parent keeps a checksum of every input before a call (or a batch) and
 compares after it: a submission that zeroes, scribbles on or uses its inputs as scratch is
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import random
+from pathlib import Path
 
 # dtype → (bytes per pattern word, pattern kind)
 WIDTH = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4}
@@ -54,207 +55,9 @@ def words(nbytes: int, width: int) -> int:
     return nbytes // width
 
 
-PTX = r"""
-.version 7.0
-.target sm_80
-.address_size 64
-
-	// .globl	judge_fill16
-
-.visible .entry judge_fill16(
-	.param .u64 judge_fill16_param_0,
-	.param .u16 judge_fill16_param_1,
-	.param .u64 judge_fill16_param_2
-)
-{
-	.reg .pred 	%p<3>;
-	.reg .b16 	%rs<2>;
-	.reg .b32 	%r<5>;
-	.reg .b64 	%rd<15>;
-
-	ld.param.u64 	%rd7, [judge_fill16_param_0];
-	ld.param.u16 	%rs1, [judge_fill16_param_1];
-	ld.param.u64 	%rd8, [judge_fill16_param_2];
-	mov.u32 	%r1, %ctaid.x;
-	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd1, %r2;
-	mul.wide.u32 	%rd9, %r1, %r2;
-	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd10, %r3;
-	add.s64 	%rd14, %rd9, %rd10;
-	setp.ge.u64 	%p1, %rd14, %rd8;
-	@%p1 bra 	$L__BB0_3;
-
-	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd11, %r4;
-	mul.lo.s64 	%rd3, %rd11, %rd1;
-	cvta.to.global.u64 	%rd4, %rd7;
-
-$L__BB0_2:
-	shl.b64 	%rd12, %rd14, 1;
-	add.s64 	%rd13, %rd4, %rd12;
-	st.global.u16 	[%rd13], %rs1;
-	add.s64 	%rd14, %rd14, %rd3;
-	setp.lt.u64 	%p2, %rd14, %rd8;
-	@%p2 bra 	$L__BB0_2;
-
-$L__BB0_3:
-	ret;
-
-}
-	// .globl	judge_fill32
-.visible .entry judge_fill32(
-	.param .u64 judge_fill32_param_0,
-	.param .u32 judge_fill32_param_1,
-	.param .u64 judge_fill32_param_2
-)
-{
-	.reg .pred 	%p<3>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<15>;
-
-	ld.param.u64 	%rd7, [judge_fill32_param_0];
-	ld.param.u32 	%r1, [judge_fill32_param_1];
-	ld.param.u64 	%rd8, [judge_fill32_param_2];
-	mov.u32 	%r2, %ctaid.x;
-	mov.u32 	%r3, %ntid.x;
-	cvt.u64.u32 	%rd1, %r3;
-	mul.wide.u32 	%rd9, %r2, %r3;
-	mov.u32 	%r4, %tid.x;
-	cvt.u64.u32 	%rd10, %r4;
-	add.s64 	%rd14, %rd9, %rd10;
-	setp.ge.u64 	%p1, %rd14, %rd8;
-	@%p1 bra 	$L__BB1_3;
-
-	mov.u32 	%r5, %nctaid.x;
-	cvt.u64.u32 	%rd11, %r5;
-	mul.lo.s64 	%rd3, %rd11, %rd1;
-	cvta.to.global.u64 	%rd4, %rd7;
-
-$L__BB1_2:
-	shl.b64 	%rd12, %rd14, 2;
-	add.s64 	%rd13, %rd4, %rd12;
-	st.global.u32 	[%rd13], %r1;
-	add.s64 	%rd14, %rd14, %rd3;
-	setp.lt.u64 	%p2, %rd14, %rd8;
-	@%p2 bra 	$L__BB1_2;
-
-$L__BB1_3:
-	ret;
-
-}
-	// .globl	judge_count16
-.visible .entry judge_count16(
-	.param .u64 judge_count16_param_0,
-	.param .u16 judge_count16_param_1,
-	.param .u64 judge_count16_param_2,
-	.param .u64 judge_count16_param_3
-)
-{
-	.reg .pred 	%p<5>;
-	.reg .b16 	%rs<3>;
-	.reg .b32 	%r<5>;
-	.reg .b64 	%rd<26>;
-
-	ld.param.u64 	%rd10, [judge_count16_param_0];
-	ld.param.u16 	%rs1, [judge_count16_param_1];
-	ld.param.u64 	%rd11, [judge_count16_param_2];
-	ld.param.u64 	%rd12, [judge_count16_param_3];
-	mov.u32 	%r1, %ctaid.x;
-	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd1, %r2;
-	mul.wide.u32 	%rd14, %r1, %r2;
-	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd15, %r3;
-	add.s64 	%rd23, %rd14, %rd15;
-	setp.ge.u64 	%p1, %rd23, %rd11;
-	mov.u64 	%rd25, 0;
-	@%p1 bra 	$L__BB2_3;
-
-	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd17, %r4;
-	mul.lo.s64 	%rd3, %rd17, %rd1;
-	cvta.to.global.u64 	%rd4, %rd10;
-	mov.u64 	%rd25, 0;
-
-$L__BB2_2:
-	shl.b64 	%rd18, %rd23, 1;
-	add.s64 	%rd19, %rd4, %rd18;
-	ld.volatile.global.u16 	%rs2, [%rd19];
-	setp.eq.s16 	%p2, %rs2, %rs1;
-	selp.u64 	%rd20, 1, 0, %p2;
-	add.s64 	%rd25, %rd25, %rd20;
-	add.s64 	%rd23, %rd23, %rd3;
-	setp.lt.u64 	%p3, %rd23, %rd11;
-	@%p3 bra 	$L__BB2_2;
-
-$L__BB2_3:
-	setp.eq.s64 	%p4, %rd25, 0;
-	@%p4 bra 	$L__BB2_5;
-
-	cvta.to.global.u64 	%rd21, %rd12;
-	atom.global.add.u64 	%rd22, [%rd21], %rd25;
-
-$L__BB2_5:
-	ret;
-
-}
-	// .globl	judge_count32
-.visible .entry judge_count32(
-	.param .u64 judge_count32_param_0,
-	.param .u32 judge_count32_param_1,
-	.param .u64 judge_count32_param_2,
-	.param .u64 judge_count32_param_3
-)
-{
-	.reg .pred 	%p<5>;
-	.reg .b32 	%r<7>;
-	.reg .b64 	%rd<26>;
-
-	ld.param.u64 	%rd10, [judge_count32_param_0];
-	ld.param.u32 	%r1, [judge_count32_param_1];
-	ld.param.u64 	%rd11, [judge_count32_param_2];
-	ld.param.u64 	%rd12, [judge_count32_param_3];
-	mov.u32 	%r2, %ctaid.x;
-	mov.u32 	%r3, %ntid.x;
-	cvt.u64.u32 	%rd1, %r3;
-	mul.wide.u32 	%rd14, %r2, %r3;
-	mov.u32 	%r4, %tid.x;
-	cvt.u64.u32 	%rd15, %r4;
-	add.s64 	%rd23, %rd14, %rd15;
-	setp.ge.u64 	%p1, %rd23, %rd11;
-	mov.u64 	%rd25, 0;
-	@%p1 bra 	$L__BB3_3;
-
-	mov.u32 	%r5, %nctaid.x;
-	cvt.u64.u32 	%rd17, %r5;
-	mul.lo.s64 	%rd3, %rd17, %rd1;
-	cvta.to.global.u64 	%rd4, %rd10;
-	mov.u64 	%rd25, 0;
-
-$L__BB3_2:
-	shl.b64 	%rd18, %rd23, 2;
-	add.s64 	%rd19, %rd4, %rd18;
-	ld.volatile.global.u32 	%r6, [%rd19];
-	setp.eq.s32 	%p2, %r6, %r1;
-	selp.u64 	%rd20, 1, 0, %p2;
-	add.s64 	%rd25, %rd25, %rd20;
-	add.s64 	%rd23, %rd23, %rd3;
-	setp.lt.u64 	%p3, %rd23, %rd11;
-	@%p3 bra 	$L__BB3_2;
-
-$L__BB3_3:
-	setp.eq.s64 	%p4, %rd25, 0;
-	@%p4 bra 	$L__BB3_5;
-
-	cvta.to.global.u64 	%rd21, %rd12;
-	atom.global.add.u64 	%rd22, [%rd21], %rd25;
-
-$L__BB3_5:
-	ret;
-
-}
-"""
+# The kernels' PTX, generated from integrity_kernels.cu beside this file (its header says how;
+# tests/test_exploits.py checks that the two still agree).
+PTX = (Path(__file__).with_name("integrity_kernels.ptx")).read_text()
 
 _BLOCK = 256
 _MAX_BLOCKS = 2048
