@@ -1,0 +1,6 @@
+// expected: WRONG_ANSWER — all zeros: y = x̂·w + b with w, b ~ randn: |y| ~ 1, far beyond atol 1e-4 + rtol 2e-3
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+extern "C" void solve(const half* X, const half* weight, const half* bias, half* Y, int rows, int cols) {
+    cudaMemsetAsync(Y, 0, sizeof(half) * (size_t)rows * cols, 0);
+}
