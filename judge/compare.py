@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import build, device
 from .events import CaseDone, Event, Finished, Stage, Timing
-from .pipeline import Options, _Run, _Verdict, build_request, evaluate
+from .pipeline import RECHECK_SLOTS, Options, _Run, _Verdict, build_request, evaluate
 from .report import Environment, Report, Stats, TestCase
 from .runner.local import WorkerFailure, WorkerProcess
 from .score import NOISE_FLOOR, Verdict, compare_verdict, ratio_interval
@@ -199,7 +199,8 @@ class _Interleaved(_Run):
         for t in timers:  # every slot gets this target's output, two are checked
             self._guard(t, wid, lambda t=t: t.batch(len(slots.bufs)))
             try:
-                self._recheck(j, w, slots, len(slots.bufs))
+                for s in secrets.SystemRandom().sample(range(len(slots.bufs)), min(RECHECK_SLOTS, len(slots.bufs))):
+                    self._recheck(j, w, slots, s)
             except _Verdict as v:
                 raise self._blame(t.worker, v) from None
         for wk in pair:

@@ -1,7 +1,7 @@
 """The parent's runtime guards, mixed into the pipeline's `_Run` (DESIGN.md §5, docs/security.md).
 
 What the parent checks itself, around what the worker claims: completeness counts in a buffer
-it owns, input checksums, inputs re-drawn after the warm-up, device memory exhaustion blamed on
+it owns, input checksums, inputs re-drawn before every timed batch, device memory exhaustion blamed on
 the side that caused it, and the GPU health gate before each phase. The checks' building blocks
 are judge/integrity.py and judge/health.py; the pipeline calls these at the right moments.
 """
@@ -69,17 +69,18 @@ class Guards:
         counter.tensor.zero_()
         self.torch.cuda.synchronize()
 
-    def _redraw(self, j: int, w: Workload, slots: Slots) -> None:
-        """Fresh inputs in every slot, between the warm-up and the timed batches (never by the
-        worker): an answer cached during the warm-up, keyed by pointers, is now wrong. Then the
-        checksums that the timed calls must leave unchanged."""
+    def _redraw(self, j: int, w: Workload, slots: Slots, ids: list[int], draw: int) -> None:
+        """Fresh inputs in the slots `ids` (never drawn by the worker), before each timed batch,
+        whose calls use each slot once: an answer cached by pointer or by content from any earlier
+        call is now wrong. Then the checksums that the batch's calls must leave unchanged."""
         from . import workloads
 
         with self._memory(f"the inputs of {workload_id(w)}"):
-            for s, bufs in enumerate(slots.bufs):
-                slots.tags[s] = f"bench{j}.{s}.timed"
-                workloads.fill_inputs(self.problem, w, self._slot_inputs(bufs), self.secret, slots.tags[s])
-            slots.sums = [integrity.checksums(self._slot_inputs(bufs)) for bufs in slots.bufs]
+            for s in ids:
+                slots.tags[s] = f"bench{j}.{s}.draw{draw}"
+                inputs = self._slot_inputs(slots.bufs[s])
+                workloads.fill_inputs(self.problem, w, inputs, self.secret, slots.tags[s])
+                slots.sums[s] = integrity.checksums(inputs)
         self.torch.cuda.synchronize()
 
     def _slot_inputs(self, bufs: dict) -> dict:
@@ -89,9 +90,9 @@ class Guards:
         with self._memory(f"the input checksums of {wid}"):
             return integrity.changed(inputs, sums)
 
-    def _inputs_changed(self, slots: Slots) -> str:
-        for s, sums in enumerate(slots.sums):
-            if changed := self._changed(self._slot_inputs(slots.bufs[s]), sums, f"input slot {s}"):
+    def _inputs_changed(self, slots: Slots, ids: list[int]) -> str:
+        for s in ids:
+            if changed := self._changed(self._slot_inputs(slots.bufs[s]), slots.sums[s], f"input slot {s}"):
                 return ", ".join(changed) + f" (input slot {s})"
         return ""
 

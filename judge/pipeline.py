@@ -34,6 +34,7 @@ from .guards import Guards, _Verdict, _incomplete
 from .runner.local import WorkerFailure, WorkerProcess
 from .score import drift, drift_flagged, geomean
 from .spec import Problem, Workload, workload_id
+from .fresh import FreshBatches, InputsModified
 from .timing import ImpossibleTime, time_target
 from .verdict import Status
 
@@ -373,24 +374,27 @@ class _Run(Guards):
         tel_before = device.telemetry(self.gpu.index)
         before = {}
         for b, wk in self.baselines:
-            before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy)
+            before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy,
+                                                   max_k=len(slots.bufs))
 
         def completeness(k: int) -> None:
             left = int(counter.tensor[:k].sum())
             if left:
                 raise _Verdict(Status.REJECTED, _incomplete(left, f"a timed call on {wid}"))
 
-        stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy,
-                                      before_batch=lambda: self._zero(counter), after_batch=completeness,
-                                      after_warmup=lambda: self._redraw(j, w, slots))
-        if changed := self._inputs_changed(slots):
-            raise _Verdict(Status.REJECTED, f"solve() modified its input {changed} during the timed calls on {wid}: "
-                           "inputs are read-only")
-        # Re-check timed outputs: each slot the timed calls reached holds the output of its last
-        # call (slots rotate; the warm-up's outputs are of the inputs drawn before the re-draw).
         n = len(slots.bufs)
-        timed = sorted({(stats.warmup_calls + i) % n for i in range(min(n, stats.samples))})
-        checked = self._recheck(j, w, slots, n, among=timed)
+        fresh = FreshBatches(n, RECHECK_SLOTS, redraw=lambda ids, d: self._redraw(j, w, slots, ids, d),
+                             changed=lambda ids: self._inputs_changed(slots, ids),
+                             recheck=lambda s: self._recheck(j, w, slots, s), counts=completeness,
+                             zero=lambda: self._zero(counter))
+        try:
+            stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy, max_k=n,
+                                          before_batch=fresh.before, after_batch=fresh.after,
+                                          after_warmup=fresh.after_warmup)
+            checked = fresh.finish()
+        except InputsModified as e:
+            raise _Verdict(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
+                           "inputs are read-only") from None
         flops, nbytes = float(self.problem.flops(w)), float(self.problem.bytes(w))
         floor_ms = max(flops / (peaks.tflops(self.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
         med = stats.median_ms
@@ -401,7 +405,7 @@ class _Run(Guards):
                            "work the timer did not see (another stream?)")
         baselines = []
         for b, wk in self.baselines:
-            after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy)
+            after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy, max_k=len(slots.bufs))
             mid = (before[b.name].median_ms + after.median_ms) / 2
             baselines.append(BaselineTiming(name=b.name, before=before[b.name], after=after, median_ms=mid,
                                             drift=drift(before[b.name], after),
@@ -435,7 +439,8 @@ class _Run(Guards):
         args = [self._args(bufs, w) for bufs in slots]
         outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes, "dtype": bufs[p.name].dtype}
                  for p in self.problem.outputs] for bufs in slots]
-        return Slots(slots, wire, args, outs, tags=[f"bench{j}.{s}" for s in range(n_slots)])
+        return Slots(slots, wire, args, outs, tags=[f"bench{j}.{s}" for s in range(n_slots)],
+                     sums=[{} for _ in range(n_slots)])
 
     def _map_slots(self, worker: WorkerProcess, slots: Slots, counter=None) -> None:
         """Map the slots into `worker` and set its timed calls; with `counter` (the candidate's),
@@ -445,25 +450,18 @@ class _Run(Guards):
         self._ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs,
                   counter=counter.id if counter is not None else None)
 
-    def _recheck(self, j: int, w: Workload, slots: Slots, reached: int, among: list[int] | None = None) -> int:
-        """Check RECHECK_SLOTS random slots among the first `reached` (or `among`; each holds the
-        output of its last timed call) against the reference; returns how many were checked."""
+    def _recheck(self, j: int, w: Workload, slots: Slots, s: int) -> None:
+        """Check slot `s`'s output (of its last timed call) against the reference."""
         wid = workload_id(w)
-        rng = secrets.SystemRandom()
-        pool = list(range(reached)) if among is None else among
-        checked = rng.sample(pool, min(RECHECK_SLOTS, len(pool)))
-        for s in checked:
-            tensors = {n: bt.tensor for n, bt in slots.bufs[s].items()}
-            tag = slots.tags[s] if slots.tags else f"bench{j}.{s}"
-            with self._memory(f"the reference outputs of {wid}"):
-                expected = self._reference(tag, w, tensors)
-            case = self._check(w, slots.bufs[s], expected)
-            del expected
-            if not case.passed:
-                case.workload += f" (timed call, slot {s})"
-                self.report.tests.append(case)
-                raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
-        return len(checked)
+        tensors = {n: bt.tensor for n, bt in slots.bufs[s].items()}
+        with self._memory(f"the reference outputs of {wid}"):
+            expected = self._reference(slots.tags[s], w, tensors)
+        case = self._check(w, slots.bufs[s], expected)
+        del expected
+        if not case.passed:
+            case.workload += f" (timed call, slot {s})"
+            self.report.tests.append(case)
+            raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
 
     def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy, **hooks):
         yield Timing(wid, target, 0)

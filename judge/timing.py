@@ -26,12 +26,14 @@ class Timer:
     (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
     def __init__(self, worker: WorkerProcess, policy: Policy, timeout_s: float,
-                 before_batch: Callable[[], object] | None = None,
-                 after_batch: Callable[[int], object] | None = None):
-        """`before_batch()` and `after_batch(k)` run in the parent around every batch (warm-up
-        included): the pipeline clears and reads the completeness counts there."""
+                 before_batch: Callable[[int], object] | None = None,
+                 after_batch: Callable[[int], object] | None = None, max_k: int | None = None):
+        """`before_batch(k)` and `after_batch(k)` run in the parent around every batch (warm-up
+        included): the pipeline clears and reads the completeness counts there, and re-draws the
+        inputs. `max_k` caps the calls per batch after the warm-up (the pipeline's input slots:
+        with one fresh draw per batch, no timed call sees inputs an earlier call saw)."""
         self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
-        self.before_batch, self.after_batch = before_batch, after_batch
+        self.before_batch, self.after_batch, self.max_k = before_batch, after_batch, max_k
         self.per_call = False  # becomes True once the warm-up shows long calls
         self.warm: list[float] = []
         self.samples: list[float] = []
@@ -43,7 +45,7 @@ class Timer:
         """k timed calls in the worker; their times, bounded by the parent's wall clock."""
         policy = self.policy
         if self.before_batch:
-            self.before_batch()
+            self.before_batch(k)
         t0 = time.perf_counter()
         reply = self.worker.request("time_batch", (self.timeout_s * k) * (1 + policy.rest) + 30,
                                     "timing solve()", k=k, rest=policy.rest, per_call=self.per_call)
@@ -66,7 +68,7 @@ class Timer:
             more -= 1000
         call_ms = sorted(self.warm[-3:])[len(self.warm[-3:]) // 2]
         self.per_call = call_ms >= REST_PER_CALL_MS
-        self.k = batch_size(call_ms, self.policy)
+        self.k = min(batch_size(call_ms, self.policy), self.max_k or 1000)
 
     def step(self) -> str | None:
         """One batch of samples; the stopping rule's reason to stop now, or None to go on."""
@@ -82,12 +84,13 @@ class Timer:
 
 
 def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
-                progress: Callable[[int], object], before_batch: Callable[[], object] | None = None,
+                progress: Callable[[int], object], before_batch: Callable[[int], object] | None = None,
                 after_batch: Callable[[int], object] | None = None,
-                after_warmup: Callable[[], object] | None = None) -> Generator[object, None, Stats]:
+                after_warmup: Callable[[], object] | None = None,
+                max_k: int | None = None) -> Generator[object, None, Stats]:
     """Yields progress events (whatever `progress(n)` makes); returns the Stats. `after_warmup()`
-    runs between the warm-up and the first timed batch (the pipeline re-draws the inputs there)."""
-    timer = Timer(worker, policy, timeout_s, before_batch, after_batch)
+    runs between the warm-up and the first timed batch."""
+    timer = Timer(worker, policy, timeout_s, before_batch, after_batch, max_k)
     timer.warm_up()
     if after_warmup:
         after_warmup()

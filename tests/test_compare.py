@@ -218,8 +218,8 @@ def interleaved(monkeypatch, workers, rechecked):
     monkeypatch.setattr(run, "_spawn", lambda role, torch=False: run.workers.append(next(spawned)) or run.workers[-1])
     monkeypatch.setattr(run, "_start_torch", lambda: setattr(run, "buffers", Buffers()))
     monkeypatch.setattr(run, "_slots", lambda j, w: Slots([{}, {}, {}], [], [[], [], []], [[], [], []]))
-    monkeypatch.setattr(run, "_recheck", lambda j, w, slots, reached: rechecked.append(
-        (j, [n for n, _ in workers[0].log.batches][-1], reached)) or 2)
+    monkeypatch.setattr(run, "_recheck", lambda j, w, slots, s: rechecked.append(
+        (j, [n for n, _ in workers[0].log.batches][-1], s)))
     return run, result
 
 
@@ -232,8 +232,11 @@ def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch
     assert [s.workload for s in result.shapes] == ["n=33554432", "n=268435456"]
     assert all(s.verdict == "FASTER" and s.ratio == pytest.approx(0.5) for s in result.shapes)
     assert a.ops[0] == "init" and a.ops.count("map") == 2 and a.ops.count("unmap") == 2
-    # after the timing, each target runs one batch over all 3 slots and is re-checked right then
-    assert rechecked == [(0, "A", 3), (0, "B", 3), (1, "A", 3), (1, "B", 3)]
+    # after the timing, each target runs one batch over all 3 slots and 2 of them are re-checked right then
+    assert [(j, t) for j, t, _ in rechecked] == [(0, "A"), (0, "A"), (0, "B"), (0, "B"), (1, "A"), (1, "A"),
+                                                 (1, "B"), (1, "B")]
+    for i in range(0, 8, 2):
+        assert rechecked[i][2] != rechecked[i + 1][2] and {rechecked[i][2], rechecked[i + 1][2]} <= {0, 1, 2}
     assert ("A", 3) in log.batches and ("B", 3) in log.batches
     assert a.closed and b.closed
 
