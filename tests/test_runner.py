@@ -266,3 +266,40 @@ def test_close_ends_children_of_a_worker_that_exited(fake_worker):
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
+    """The parent's memory watch (judge/runner/memwatch.py) kills a worker whose resident memory
+    passes the limit (here 0.2 GiB), including memory held by a process the worker forked, and the
+    failure says so."""
+    monkeypatch.setenv(local.MEMORY_ENV, "0.2")
+    w = fake_worker("""
+        import time
+        send(nonce=nonce, ok=True, ready=True)
+        sys.stdin.readline()
+        if os.fork() == 0:  # the child holds the memory: the watch sums the whole tree
+            hog = b"x" * (400 << 20)
+            time.sleep(60)
+        time.sleep(60)
+    """)
+    w.wait_ready(timeout_s=20)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 30, "solve()")
+    assert time.perf_counter() - t0 < 10
+    assert info.value.kind == "crash"
+    assert "GiB of host memory, over the limit of 0.2 GiB" in info.value.message
+
+
+def test_memory_watch_leaves_a_small_worker_alone(fake_worker, monkeypatch):
+    monkeypatch.setenv(local.MEMORY_ENV, "0.5")
+    w = fake_worker("""
+        send(nonce=nonce, ok=True, ready=True)
+        small = bytearray(50 << 20)
+        for line in sys.stdin:
+            send(nonce=nonce, ok=True)
+    """)
+    w.wait_ready(timeout_s=20)
+    time.sleep(0.6)  # three looks of the watch
+    assert w.request("call", 10, "solve()") == {"nonce": w.nonce, "ok": True}
+    assert w.memory.exceeded is None

@@ -19,11 +19,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .memwatch import MemoryWatch, default_limit
+
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
 LOG_TAIL_BYTES = 4000
 CPU_LIMIT_S = 3600  # RLIMIT_CPU: a backstop; every request has its own (much shorter) deadline
 EXTRA_TASKS = 4096  # RLIMIT_NPROC: this user's processes and threads now, plus this many
 KILLED: set[int] = set()  # pids of workers this process killed: judge/health.py waits for their memory
+MEMORY_ENV = "JUDGE_WORKER_MEMORY_GB"  # the worker's host-memory limit (default: judge/runner/memwatch.py)
+
+
+def host_memory_limit() -> int:
+    value = os.environ.get(MEMORY_ENV)
+    try:
+        return int(float(value) * (1 << 30)) if value else default_limit()
+    except ValueError:
+        return default_limit()
 
 
 @dataclass
@@ -57,6 +68,7 @@ class WorkerProcess:
             cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
         log.close()
         os.close(write_fd)
+        self.memory = MemoryWatch(self.proc.pid, host_memory_limit())
         self.read_fd = read_fd
         self.buffer = b""
         self.started = time.perf_counter()
@@ -121,7 +133,10 @@ class WorkerProcess:
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
             how = f"the worker was killed by {name}"
-            if name == "SIGXFSZ":
+            if self.memory.exceeded is not None:
+                how = (f"the worker was killed: it held {self.memory.exceeded / (1 << 30):.1f} GiB of host memory, "
+                       f"over the limit of {self.memory.limit / (1 << 30):.1f} GiB")
+            elif name == "SIGXFSZ":
                 how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
         else:
             how = f"the worker exited with status {code}"
@@ -137,6 +152,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         """Kill the worker's whole session: it and anything it started, even after it exited."""
+        self.memory.stop()
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

@@ -1,0 +1,74 @@
+"""The local worker's host-memory limit, enforced from the parent.
+
+RLIMIT_AS cannot be used with CUDA (the driver reserves a virtual range the size of device plus
+host memory), so a thread of the parent reads the resident memory of the worker and of every
+process it started (/proc/PID/task/*/children, recursively) a few times a second, and kills the
+worker's process group once the sum passes the limit. Between two reads a process can grow by at
+most what it can touch in that time (~1 GB at 4 GB/s of page faults), which the default limit
+leaves room for.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+INTERVAL_S = 0.2
+
+
+def default_limit() -> int:
+    """Half the machine's memory, at most 32 GiB: a worker needs a few hundred MB (the CUDA
+    runtime and its libraries; torch for a baseline: ~2 GB)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * PAGE
+    except (ValueError, OSError):
+        total = 16 << 30
+    return min(32 << 30, total // 2)
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of `pid` and its descendants (0 for a process that is gone)."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE
+            for task in os.listdir(f"/proc/{p}/task"):
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class MemoryWatch:
+    """Watch `pid` (the leader of its own process group) until `stop()` or its exit; when its
+    tree's resident memory passes `limit` bytes, kill the group and keep what was seen in
+    `exceeded` (bytes)."""
+
+    def __init__(self, pid: int, limit: int):
+        self.pid, self.limit = pid, limit
+        self.exceeded: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"memwatch-{pid}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            if not os.path.exists(f"/proc/{self.pid}"):
+                return
+            used = resident_bytes(self.pid)
+            if used > self.limit:
+                self.exceeded = used
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
