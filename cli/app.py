@@ -15,7 +15,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from judge import abi, spec
+from judge import abi, device, spec
 from judge.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
 
 from . import render
@@ -57,7 +57,7 @@ def errors(as_json: bool, debug: bool) -> Iterator[None]:
         yield
     except spec.ProblemError as e:
         _fail(as_json, EXIT_USAGE, f"invalid problem {e.file}", [f"{loc}: {msg}" for loc, msg in e.errors])
-    except Usage as e:
+    except (Usage, device.NotVisible) as e:
         _fail(as_json, EXIT_USAGE, str(e))
     except typer.Exit:
         raise

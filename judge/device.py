@@ -55,6 +55,36 @@ def gpus() -> list[GpuInfo]:
     return out
 
 
+class NotVisible(Exception):
+    """The GPU asked for is hidden from this process by CUDA_VISIBLE_DEVICES."""
+
+
+def cuda_index(physical: int, visible: str | None = None, all_gpus: list[GpuInfo] | None = None) -> int:
+    """The CUDA (and torch) ordinal in this process of the GPU with NVML index `physical`.
+
+    `--device N` means NVML's N everywhere in the judge: the workers get CUDA_VISIBLE_DEVICES=N,
+    NVML's telemetry and health gate use N. The parent's own CUDA context sees only the devices
+    its CUDA_VISIBLE_DEVICES lists (indices or UUID prefixes), renumbered from 0."""
+    import os
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    if visible is None:
+        return physical
+    found = all_gpus if all_gpus is not None else gpus()
+    uuid = next((g.uuid for g in found if g.index == physical), None)
+    entries = [e.strip() for e in visible.split(",")]
+    for pos, e in enumerate(entries):
+        if e.isdigit() and int(e) == physical:
+            return pos
+        if uuid and e.startswith("GPU-") and uuid.startswith(e):
+            return pos
+        if not (e.isdigit() or e.startswith(("GPU-", "MIG-"))):
+            break  # CUDA ignores everything from the first entry it cannot parse
+    raise NotVisible(f"GPU {physical} is not among this process's CUDA_VISIBLE_DEVICES={visible!r}: "
+                     f"--device takes the GPU's index as nvidia-smi shows it; unset CUDA_VISIBLE_DEVICES "
+                     f"or include that GPU")
+
+
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 

@@ -189,10 +189,14 @@ class _Run(Guards):
         from .cuda import Runtime
         from .devmem import DeviceBuffers
 
-        torch.cuda.set_device(self.opts.device)
+        try:
+            index = device.cuda_index(self.opts.device)
+        except device.NotVisible as e:
+            raise _Verdict(Status.INTERNAL_ERROR, str(e)) from None
+        torch.cuda.set_device(index)
         _first_allocation(torch)
         self.torch = torch
-        self.rt = Runtime(self.opts.device)
+        self.rt = Runtime(index)
         self.buffers = DeviceBuffers(self.rt)
         env = self.report.environment
         env.torch = torch.__version__

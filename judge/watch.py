@@ -161,7 +161,7 @@ class WatchSession:
         if gpu is not None:
             import torch
 
-            torch.cuda.set_device(self.opts.device)
+            torch.cuda.set_device(device.cuda_index(self.opts.device))
             torch.zeros(1, device="cuda")
             if self._cache_bytes is None:
                 free, _ = torch.cuda.mem_get_info()

@@ -164,3 +164,27 @@ def test_as_outputs():
         workloads.as_outputs(p, {"D": t})
     with pytest.raises(TypeError):
         workloads.as_outputs(p, [t])
+
+
+def test_device_means_the_nvml_index_under_cuda_visible_devices():
+    """`--device N` is NVML's N (the workers get CUDA_VISIBLE_DEVICES=N); the parent's own CUDA
+    ordinal for it depends on the parent's CUDA_VISIBLE_DEVICES (indices or UUID prefixes)."""
+    from judge.device import GpuInfo, NotVisible, cuda_index
+
+    gs = [GpuInfo(i, "H100", f"GPU-{i}aaa-{i}", "580", 9, 0, 80 << 30) for i in range(4)]
+    assert cuda_index(2, visible="2,3", all_gpus=gs) == 0
+    assert cuda_index(3, visible="2,3", all_gpus=gs) == 1
+    assert cuda_index(1, visible="GPU-3aaa,GPU-1a", all_gpus=gs) == 1  # a UUID prefix
+    with pytest.raises(NotVisible, match="GPU 0 is not among"):
+        cuda_index(0, visible="2,3", all_gpus=gs)
+    with pytest.raises(NotVisible):
+        cuda_index(3, visible="2,x,3", all_gpus=gs)  # CUDA stops at the first entry it cannot parse
+    with pytest.raises(NotVisible):
+        cuda_index(1, visible="", all_gpus=gs)
+
+
+def test_device_without_cuda_visible_devices_is_itself(monkeypatch):
+    from judge.device import cuda_index
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert cuda_index(5) == 5
