@@ -9,21 +9,29 @@ and before each benchmark shape the parent asks NVML for:
   hardware or software thermal slowdown, hardware power brake (`SLOWDOWNS`). The software power
   cap is not one: every heavy kernel meets it, and the timing rests the GPU after heavy calls.
 
+- SMs busy with another process's work: NVML's per-process utilisation samples of the last
+  second must show no process outside this judge's own tree (this process and its descendants,
+  the workers) using the SMs. The device-wide utilisation cannot be used: the parent's own
+  reference computations keep it busy right before each phase. NVML reports host pids, so the
+  check needs the judge in the host's pid namespace; in a container (more than one entry on the
+  NSpid line of /proc/self/status) other processes cannot be told from ours and it is skipped
+  (docs/security.md).
+
 It polls until the device is fit, up to a bound; then the run ends as INTERNAL_ERROR (the
-judge's problem), never as a slow time. Utilisation is not gated: the parent's own reference
-computations keep NVML's utilisation window busy right before each phase, and other processes on
-the device cannot be told from ours across PID namespaces (containers); see docs/security.md.
-Without NVML there is nothing to ask and the gate is open.
+judge's problem), never as a slow time. Without NVML there is nothing to ask and the gate is open.
 """
 from __future__ import annotations
 
+import os
 import time
 
 from .device import _REASONS, _nvml
+from .runner.memwatch import descendants
 
 SLOWDOWNS = ("HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown")
 WAIT_S = 60.0
 POLL_S = 0.25
+UTIL_WINDOW_S = 1.0  # per-process utilisation samples this recent count
 
 
 class Unhealthy(Exception):
@@ -57,7 +65,36 @@ def problems(index: int, dead_pids: set[int]) -> list[str]:
             out.append("clock slowdown: " + ", ".join(slow))
     except Exception:  # noqa: BLE001
         pass
+    out += foreign_use(nv, h, own={os.getpid()} | descendants(os.getpid()) | dead_pids)
     return out
+
+
+def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = None) -> list[str]:
+    """Processes outside this judge's tree that used the SMs in the last UTIL_WINDOW_S."""
+    if own_pid_namespace_hidden() if namespaced is None else namespaced:
+        return []
+    try:
+        since = int((time.time() - UTIL_WINDOW_S) * 1e6)
+        samples = nv.nvmlDeviceGetProcessUtilization(h, since)
+    except Exception:  # noqa: BLE001 — NotFound (no samples) or unsupported: no opinion
+        return []
+    mine = own if own is not None else {os.getpid()} | descendants(os.getpid())  # killed workers count too
+    busy: dict[int, int] = {}
+    for x in samples:
+        if x.smUtil > 0 and x.pid not in mine:
+            busy[x.pid] = max(busy.get(x.pid, 0), x.smUtil)
+    return [f"another process uses the GPU (pid {pid}: {util}% of SM time)" for pid, util in sorted(busy.items())]
+
+
+def own_pid_namespace_hidden() -> bool:
+    """True in a nested pid namespace (a container): NVML's pids are then not ours to compare."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("NSpid:"):
+                return len(line.split()) > 2
+    except OSError:
+        pass
+    return True
 
 
 def wait_until_fit(index: int, dead_pids: set[int], wait_s: float = WAIT_S,

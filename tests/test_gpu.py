@@ -166,3 +166,47 @@ def test_hidden_cases_are_judged_and_labelled():
     hidden = [t for t in report.tests if t.hidden]
     assert report.status == Status.ACCEPTED and len(hidden) == 2
     assert all(t.workload.startswith("hidden ") and t.passed for t in hidden)
+
+
+def test_health_gate_waits_for_a_foreign_process_on_the_sms(tmp_path):
+    """A process outside the judge's tree (double-forked, so not a descendant) keeps the SMs busy:
+    the gate names it; once it is gone, the gate opens. Also: the judge's own descendants busy on
+    the GPU are not foreign."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from judge import health
+
+    if health.own_pid_namespace_hidden():
+        pytest.skip("in a nested pid namespace the gate cannot tell processes apart")
+    pidfile = tmp_path / "pid"
+    busy = ("import os, sys, time, torch\n"
+            "if os.fork(): sys.exit(0)\n"
+            "os.setsid()\n"
+            f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+            "a = torch.randn(8192, 8192, device='cuda', dtype=torch.half)\n"
+            "t = time.time()\n"
+            "while time.time() - t < 40:\n"
+            "    for _ in range(20): a @ a\n"
+            "    torch.cuda.synchronize()\n")
+    subprocess.run([sys.executable, "-c", busy], check=True)
+    deadline = time.time() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.time() < deadline
+        time.sleep(0.2)
+    pid = int(pidfile.read_text())
+    try:
+        found = []
+        for _ in range(60):  # its CUDA start-up, then its samples
+            found = health.problems(0, set())
+            if found:
+                break
+            time.sleep(0.5)
+        assert any(f"pid {pid}" in f for f in found), found
+        with pytest.raises(health.Unhealthy, match=f"another process uses the GPU \\(pid {pid}"):
+            health.wait_until_fit(0, set(), wait_s=2)
+    finally:
+        os.kill(pid, 9)
+    health.wait_until_fit(0, set(), wait_s=30)

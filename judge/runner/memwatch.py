@@ -28,18 +28,29 @@ def default_limit() -> int:
     return min(32 << 30, total // 2)
 
 
-def resident_bytes(pid: int) -> int:
-    """Resident memory of `pid` and its descendants (0 for a process that is gone)."""
-    total, todo, seen = 0, [pid], set()
+def descendants(pid: int) -> set[int]:
+    """Every process `pid` started, and theirs (/proc/PID/task/*/children)."""
+    seen: set[int] = set()
+    todo = [pid]
     while todo:
         p = todo.pop()
-        if p in seen:
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                for c in Path(f"/proc/{p}/task/{task}/children").read_text().split():
+                    if int(c) not in seen:
+                        seen.add(int(c))
+                        todo.append(int(c))
+        except (OSError, ValueError):
             continue
-        seen.add(p)
+    return seen
+
+
+def resident_bytes(pid: int) -> int:
+    """Resident memory of `pid` and its descendants (0 for a process that is gone)."""
+    total = 0
+    for p in {pid} | descendants(pid):
         try:
             total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * PAGE
-            for task in os.listdir(f"/proc/{p}/task"):
-                todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
         except (OSError, ValueError, IndexError):
             continue
     return total
