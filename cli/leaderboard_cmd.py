@@ -14,7 +14,8 @@ from rich.table import Table
 from judge import spec
 from judge.verdict import EXIT_NOT_YOUR_CODE, Status
 
-from .app import DbOpt, DebugOpt, JsonOpt, Usage, app, err, errors, out, problems_root
+from .app import (DbOpt, DebugOpt, GpusOpt, HostEnvOpt, ImageOpt, JsonOpt, MountOpt, RunnerOpt, Usage, _runner, app,
+                  err, errors, out, problems_root)
 
 board = typer.Typer(no_args_is_help=True, help="Leaderboards: judge a submissions folder, show the rankings.")
 app.add_typer(board, name="leaderboard")
@@ -109,11 +110,19 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                                                            "Repeatable."),
             budget: Optional[float] = typer.Option(None, help="Seconds of GPU time per shape (default: submit's)."),
             arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-            timeout: float = typer.Option(1800.0, help="Seconds one submission may take in all before it is TIMEOUT.")
+            timeout: float = typer.Option(1800.0, help="Seconds one submission may take in all before it is TIMEOUT."),
+            cluster: Optional[str] = typer.Option(None, "--cluster", envvar="RAY_ADDRESS", show_envvar=True,
+                                                  help="Judge on a Ray cluster instead of the local GPUs: "
+                                                  "ray://HOST:PORT or HOST:PORT (docs/cluster.md)."),
+            kinds: Optional[str] = typer.Option(None, "--kinds", help="With --cluster: GPU kinds to judge on, "
+                                                "e.g. H100,A100 (default: every kind the cluster declares)."),
+            build_only: bool = typer.Option(False, "--build-only", help="With --cluster: compile and policy-check "
+                                            "every submission on the cluster's nodes, no timing (never ranked)."),
+            runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
+            host_env: bool = HostEnvOpt, docker_gpus: str = GpusOpt,
             ) -> None:
     """Judge every submission not yet judged on this GPU kind, one job per GPU, and record the results."""
     from judge import jobs, leaderboard
-    from judge.board_render import interval, times
     from judge.store import Store
 
     code = 0
@@ -123,6 +132,20 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             subs = leaderboard.discover(submissions, names)
         except leaderboard.LeaderboardError as e:
             raise Usage(str(e)) from None
+        runner_args = _runner_args(runner, image, mount, host_env, docker_gpus)
+        if cluster:
+            from .cluster_cmd import run_on_cluster
+
+            if gpus is not None or devices is not None:
+                raise Usage("--gpus and --devices pick local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
+                            "with --kinds")
+            if references:
+                subs += leaderboard.references(SOLUTIONS_DIR, {s.problem for s in subs}, names)
+            code = run_on_cluster(subs, cluster, kinds, build_only, as_json, db, fail_on, budget, arch, timeout,
+                                  runner_args)
+            raise typer.Exit(code)
+        if kinds is not None or build_only or runner_args:
+            raise Usage("--kinds, --build-only and --runner docker are for --cluster runs (docs/cluster.md)")
         try:
             chosen, kind, gpu = _devices(gpus, devices)
         except _NoGpu as e:
@@ -130,11 +153,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
         if references:
             subs += leaderboard.references(SOLUTIONS_DIR, {s.problem for s in subs}, names)
         with Store(db) as store:
-            history = leaderboard.rows(store, gpu_kind=kind)
-            done = leaderboard.judged(history, kind)
-            previous = leaderboard.latest(history, timed_only=True)
-            todo = [s for s in subs if s.key not in done]
-            skipped = [s for s in subs if s.key in done]
+            todo, skipped, previous = plan(store, subs, kind)
             judge = make_judge([s for s in todo if not s.error], problems_root(), kind, gpu, budget, arch,
                                timeout, as_json) if any(not s.error for s in todo) else None
             results, regressions = [], []
@@ -153,10 +172,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                         if progress:
                             progress.update(lanes[ev.device], description=f"GPU {ev.device}: {escape(ev.submission.label)}")
                         continue
-                    store.record(ev.report, participant=ev.submission.participant, gpu_kind=kind)
-                    s = ev.submission
-                    reg = leaderboard.regression(s.participant, s.problem, kind,
-                                                 _report(previous.get((kind, s.problem, s.participant))), ev.report)
+                    reg = record(store, ev, kind, previous)
                     if reg:
                         regressions.append(reg)
                     results.append(ev)
@@ -170,25 +186,71 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                     for lane in lanes.values():
                         progress.remove_task(lane)
                     progress.stop()
-        internal = [e for e in results if e.report.status is Status.INTERNAL_ERROR]
-        wrong = [e for e in results if e.report.status is not Status.ACCEPTED]
-        modes = set(fail_on or [])
-        if internal:
-            code = EXIT_NOT_YOUR_CODE
-        elif (FailOn.wrong in modes and wrong) or (FailOn.regression in modes and regressions):
-            code = 1
+        code = exit_code([e.report.status for e in results], regressions, fail_on)
         if as_json:
             print(json.dumps(_summary(kind, chosen, results, skipped, regressions, code), indent=2))
         else:
-            n_ok = sum(e.report.status is Status.ACCEPTED for e in results)
-            out.print(f"judged {len(results)}: {n_ok} ACCEPTED, {len(wrong) - len(internal)} not accepted, "
-                      f"{len(internal)} judge failures (INTERNAL_ERROR); skipped {len(skipped)} unchanged; "
-                      f"{len(regressions)} regression(s)")
-            for r in regressions:
-                out.print(f"[red]regression[/] {escape(r.participant)}/{escape(r.problem)}: {times(r.after.point)} "
-                          f"({interval(r.after)}) after {times(r.before.point)} ({interval(r.before)})")
-            out.print("rankings: judge leaderboard show" + (f" --db {escape(str(db))}" if db else ""))
+            print_summary(results, skipped, regressions, db)
     raise typer.Exit(code)
+
+
+def _runner_args(runner: str, image: Optional[str], mounts: List[str], host_env: bool, gpus: str) -> list[str]:
+    """`judge submit`'s runner options, checked here (exit 2), passed on to each job's process. Mount
+    sources are paths on the node that judges, so the node's `judge submit` checks those."""
+    if _runner(runner, image, [], host_env, gpus) is None:
+        return []
+    args = ["--runner", runner, "--docker-gpus", gpus] + (["--image", image] if image else [])
+    for m in mounts:
+        args += ["--docker-mount", m]
+    return args + (["--docker-host-env"] if host_env else [])
+
+
+# -- shared by the local and the cluster runs (cli/cluster_cmd.py) -------------------------------
+
+def plan(store, subs, kind: str):
+    """(to judge, skipped as already judged on this kind, the latest timed results per key)."""
+    from judge import leaderboard
+
+    history = leaderboard.rows(store, gpu_kind=kind)
+    done = leaderboard.judged(history, kind)
+    return ([s for s in subs if s.key not in done], [s for s in subs if s.key in done],
+            leaderboard.latest(history, timed_only=True))
+
+
+def record(store, ev, kind: str, previous):
+    """Record a finished job's report under its GPU kind; its regression, if it is one."""
+    from judge import leaderboard
+
+    s = ev.submission
+    store.record(ev.report, participant=s.participant, gpu_kind=kind)
+    return leaderboard.regression(s.participant, s.problem, kind,
+                                  _report(previous.get((kind, s.problem, s.participant))), ev.report)
+
+
+def exit_code(statuses, regressions, fail_on) -> int:
+    """DESIGN §4 for a run: 3 when the judge failed on some file, 1 for a --fail-on that applies."""
+    modes = set(fail_on or [])
+    if any(s is Status.INTERNAL_ERROR for s in statuses):
+        return EXIT_NOT_YOUR_CODE
+    if (FailOn.wrong in modes and any(s is not Status.ACCEPTED for s in statuses)) or \
+            (FailOn.regression in modes and regressions):
+        return 1
+    return 0
+
+
+def print_summary(results, skipped, regressions, db) -> None:
+    from judge.board_render import interval, times
+
+    statuses = [e.report.status for e in results]
+    n_ok = statuses.count(Status.ACCEPTED)
+    n_internal = statuses.count(Status.INTERNAL_ERROR)
+    out.print(f"judged {len(results)}: {n_ok} ACCEPTED, {len(results) - n_ok - n_internal} not accepted, "
+              f"{n_internal} judge failures (INTERNAL_ERROR); skipped {len(skipped)} unchanged; "
+              f"{len(regressions)} regression(s)")
+    for r in regressions:
+        out.print(f"[red]regression[/] {escape(r.participant)}/{escape(r.problem)}: {times(r.after.point)} "
+                  f"({interval(r.after)}) after {times(r.before.point)} ({interval(r.before)})")
+    out.print("rankings: judge leaderboard show" + (f" --db {escape(str(db))}" if db else ""))
 
 
 def _never(sub, dev):  # every submission of the run had an error: nothing reaches a GPU
@@ -212,7 +274,7 @@ def _progress() -> Progress:
                     TimeElapsedColumn(), console=err)
 
 
-def _line(ev, reg) -> str:
+def _line(ev, reg, where: Optional[str] = None) -> str:
     from judge.board_rank import score
     from judge.board_render import interval, times
 
@@ -220,29 +282,36 @@ def _line(ev, reg) -> str:
     mark = "[green]✓[/]" if st is Status.ACCEPTED else "[yellow]![/]" if st is Status.INTERNAL_ERROR else "[red]✗[/]"
     s = score(ev.report)
     speed = f" {times(s.point)} ({interval(s)})" if s else ""
-    where = f"GPU {ev.device}, {ev.seconds:.1f} s" if ev.device is not None else "not run"
+    where = where or (f"GPU {ev.device}, {ev.seconds:.1f} s" if ev.device is not None else "not run")
     msg = "" if st is Status.ACCEPTED else ": " + escape(next(iter(ev.report.message.splitlines()), "")[:120])
     return (f"{mark} {escape(ev.submission.label)} [dim]{escape(ev.submission.path.name)}[/] {st.value}{speed}{msg} "
             f"[dim]({where})[/]" + (" [red]regression[/]" if reg else ""))
 
 
-def _summary(kind, chosen, results, skipped, regressions, code) -> dict:
+def result_row(e) -> dict:
+    """One judged file of a run's `--json` summary (local and cluster runs)."""
     from judge.board_rank import score
 
-    def row(e):
-        s = score(e.report)
-        return {"participant": e.submission.participant, "problem": e.submission.problem,
-                "file": str(e.submission.path), "sha256": e.submission.sha256, "status": e.report.status.value,
-                "message": e.report.message[:2000], "speedup": s.point if s else None,
-                "ci_low": s.low if s else None, "ci_high": s.high if s else None,
-                "device": e.device, "seconds": round(e.seconds, 3)}
+    s = score(e.report)
+    return {"participant": e.submission.participant, "problem": e.submission.problem,
+            "file": str(e.submission.path), "sha256": e.submission.sha256, "status": e.report.status.value,
+            "message": e.report.message[:2000], "speedup": s.point if s else None,
+            "ci_low": s.low if s else None, "ci_high": s.high if s else None,
+            "device": e.device, "seconds": round(e.seconds, 3)}
 
-    return {"gpu_kind": kind, "devices": chosen, "judged": [row(e) for e in results],
-            "skipped": [{"participant": s.participant, "problem": s.problem, "file": str(s.path),
-                         "sha256": s.sha256} for s in skipped],
-            "regressions": [{"participant": r.participant, "problem": r.problem, "before": vars(r.before),
-                             "after": vars(r.after)} for r in regressions],
-            "exit_code": code}
+
+def skipped_row(s) -> dict:
+    return {"participant": s.participant, "problem": s.problem, "file": str(s.path), "sha256": s.sha256}
+
+
+def regression_row(r) -> dict:
+    return {"participant": r.participant, "problem": r.problem, "before": vars(r.before), "after": vars(r.after)}
+
+
+def _summary(kind, chosen, results, skipped, regressions, code) -> dict:
+    return {"gpu_kind": kind, "devices": chosen, "judged": [result_row(e) for e in results],
+            "skipped": [skipped_row(s) for s in skipped],
+            "regressions": [regression_row(r) for r in regressions], "exit_code": code}
 
 
 @board.command("show")

@@ -57,6 +57,28 @@ MIGRATIONS: list[str] = [
         shown_at TEXT NOT NULL
     );
     """,
+    # 3: build checks (`judge leaderboard run --build-only`, judge/cluster.py): compiled and
+    # policy-checked, never timed. Kept apart from results: they never rank and never count as judged.
+    """
+    CREATE TABLE build_checks (
+        id INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        participant TEXT NOT NULL,
+        problem TEXT NOT NULL,
+        source_sha256 TEXT NOT NULL,
+        gpu_kind TEXT NOT NULL,
+        arch TEXT,
+        outcome TEXT NOT NULL,
+        message TEXT NOT NULL,
+        node TEXT,
+        report_json TEXT NOT NULL
+    );
+    CREATE INDEX build_checks_key ON build_checks (gpu_kind, participant, problem, source_sha256);
+    CREATE TRIGGER build_checks_append_only_update BEFORE UPDATE ON build_checks
+        BEGIN SELECT RAISE(ABORT, 'build checks are append-only'); END;
+    CREATE TRIGGER build_checks_append_only_delete BEFORE DELETE ON build_checks
+        BEGIN SELECT RAISE(ABORT, 'build checks are append-only'); END;
+    """,
 ]
 
 
