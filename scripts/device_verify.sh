@@ -15,9 +15,9 @@ case "${1:?gpu-tests | verify | measure}" in
     judge verify --table embedding 2>&1 | grep -E "ok,|table:"
     cp reference_solutions/README.md reference_solutions/results.json "$OUT/"
     judge submit problems/hgemm reference_solutions/hgemm/06_wgmma_tma_persistent.cu --no-record 2>&1 | tee "$OUT/hgemm06.log" | tail -12
-    for f in 03_wgmma_tma; do
+    for f in 04_wgmma_pingpong; do
       judge submit problems/flash_attn reference_solutions/flash_attn/$f.cu --no-record --json > "$OUT/fa_$f.json"
-      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[1], r['status'], r.get('geomean_speedup'))" "$OUT/fa_$f.json"
+      python3 scripts/fa_submit_summary.py "$OUT/fa_$f.json"
     done
     python3 scripts/measure_watch.py 2>&1 | tee "$OUT/watch.log" | tail -4 ;;
 esac
