@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 from . import build, device
 from .events import CaseDone, Event, Finished, Stage, Timing
-from .pipeline import RECHECK_SLOTS, Options, _Run, _Verdict, build_request, evaluate
+from .benchmarks import RECHECK_SLOTS
+from .pipeline import Options, _Run, _Verdict, build_request, evaluate
 from .report import Environment, Report, Stats, TestCase
 from .runner.local import WorkerFailure, WorkerProcess
 from .score import NOISE_FLOOR, Verdict, compare_verdict, ratio_interval

@@ -17,7 +17,7 @@ from .spec import Workload, workload_id
 from .verdict import Status
 
 if TYPE_CHECKING:
-    from .pipeline import Slots
+    from .benchmarks import Slots
 
 
 class _Verdict(Exception):

@@ -202,7 +202,8 @@ class FakeCandidate:
 
 def interleaved(monkeypatch, workers, rechecked):
     from judge import device, spec
-    from judge.pipeline import Options, Slots
+    from judge.benchmarks import Slots
+    from judge.pipeline import Options
 
     class Buffers:
         def free(self):
