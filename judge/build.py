@@ -8,6 +8,7 @@ from the spec's fails to compile; a library that does not export `solve` is a CO
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -15,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -130,9 +132,29 @@ def build_many(requests: Iterable[BuildRequest], jobs: int | None = None,
         plans.append((req, key, d, cached, shlex.join(_command(req, nvcc)), shlex.join(_host_pass(req, nvcc))))
     todo = list({p[1]: p for p in plans if not p[3]}.values())  # one ninja rule per key
     seconds: dict[str, float] = {}
-    if todo:
-        seconds = _run_ninja(root, todo, jobs, on_progress)
-    return [_result(req, key, d, cached, cmd, seconds.get(key, 0.0)) for req, key, d, cached, cmd, _ in plans]
+    with _locked(sorted(root / p[1] for p in todo)):  # another process building the same bytes waits
+        meanwhile = {p[1] for p in todo if (p[2] / "status").exists()}  # ... and then finds them built
+        todo = [p for p in todo if p[1] not in meanwhile]
+        if todo:
+            seconds = _run_ninja(root, todo, jobs, on_progress)
+        return [_result(req, key, d, cached or key in meanwhile, cmd, seconds.get(key, 0.0))
+                for req, key, d, cached, cmd, _ in plans]
+
+
+@contextmanager
+def _locked(dirs: list[Path]):
+    """Exclusive locks on build folders, taken in a fixed (sorted) order so two processes cannot
+    deadlock: two builds of the same bytes at once wrote one folder's log and library together."""
+    held = []
+    try:
+        for d in dirs:
+            f = open(d / ".lock", "w")
+            fcntl.flock(f, fcntl.LOCK_EX)
+            held.append(f)
+        yield
+    finally:
+        for f in held:
+            f.close()
 
 
 def build(request: BuildRequest) -> BuildResult:

@@ -329,3 +329,27 @@ def test_identical_sources_in_one_call(tmp_path):
     results = build_many([request(a), request(b), request(c)])
     assert results[0].key == results[1].key
     assert all(r.ok for r in results), [r.error for r in results]
+
+
+@nvcc_test
+def test_two_processes_building_the_same_bytes_at_once(tmp_path):
+    """One waits on the folder's lock and finds the other's build: both get the whole result (the
+    race wrote one folder's log and library from two nvcc runs, and one saw 0 kernels)."""
+    import json
+    import subprocess
+    import sys
+
+    src = tmp_path / "same.cu"
+    src.write_text(textwrap.dedent(SOURCES["ok.cu"]) + f"\n// {time.time_ns()}\n")  # never built before
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
+        from test_build import request
+        from judge.build import build
+        r = build(request(__import__("pathlib").Path({str(src)!r})))
+        print(json.dumps({{"ok": r.ok, "cached": r.cached, "kernels": [k.kernel for k in r.resources]}}))
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in procs]
+    assert all(o["ok"] and len(o["kernels"]) == 1 and o["kernels"][0].startswith("add(") for o in outs), outs
+    assert sorted(o["cached"] for o in outs) == [False, True]  # one built, the other waited for it
