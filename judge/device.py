@@ -7,6 +7,7 @@ written, and large matrix products per compute unit) and cached by GPU UUID.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 
@@ -65,8 +66,6 @@ def cuda_index(physical: int, visible: str | None = None, all_gpus: list[GpuInfo
     `--device N` means NVML's N everywhere in the judge: the workers get CUDA_VISIBLE_DEVICES=N,
     NVML's telemetry and health gate use N. The parent's own CUDA context sees only the devices
     its CUDA_VISIBLE_DEVICES lists (indices or UUID prefixes), renumbered from 0."""
-    import os
-
     visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
     if visible is None:
         return physical

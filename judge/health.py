@@ -22,6 +22,7 @@ judge's problem), never as a slow time. Without NVML there is nothing to ask and
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -65,12 +66,14 @@ def problems(index: int, dead_pids: set[int]) -> list[str]:
             out.append("clock slowdown: " + ", ".join(slow))
     except Exception:  # noqa: BLE001
         pass
-    out += foreign_use(nv, h, own={os.getpid()} | descendants(os.getpid()) | dead_pids)
+    out += foreign_use(nv, h, also=dead_pids)
     return out
 
 
-def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = None) -> list[str]:
-    """Processes outside this judge's tree that used the SMs in the last UTIL_WINDOW_S."""
+def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = None,
+                also: set[int] = frozenset()) -> list[str]:
+    """Processes outside this judge's tree (`own`, by default this process and its descendants,
+    plus `also`: workers it killed) that used the SMs in the last UTIL_WINDOW_S."""
     if own_pid_namespace_hidden() if namespaced is None else namespaced:
         return []
     try:
@@ -78,7 +81,7 @@ def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = No
         samples = nv.nvmlDeviceGetProcessUtilization(h, since)
     except Exception:  # noqa: BLE001 — NotFound (no samples) or unsupported: no opinion
         return []
-    mine = own if own is not None else {os.getpid()} | descendants(os.getpid())  # killed workers count too
+    mine = (own if own is not None else {os.getpid()} | descendants(os.getpid())) | also
     busy: dict[int, int] = {}
     for x in samples:
         if x.smUtil > 0 and x.pid not in mine:
@@ -86,6 +89,7 @@ def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = No
     return [f"another process uses the GPU (pid {pid}: {util}% of SM time)" for pid, util in sorted(busy.items())]
 
 
+@functools.cache
 def own_pid_namespace_hidden() -> bool:
     """True in a nested pid namespace (a container): NVML's pids are then not ours to compare."""
     try:

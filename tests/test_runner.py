@@ -303,3 +303,14 @@ def test_memory_watch_leaves_a_small_worker_alone(fake_worker, monkeypatch):
     time.sleep(0.6)  # three looks of the watch
     assert w.request("call", 10, "solve()") == {"nonce": w.nonce, "ok": True}
     assert w.memory.exceeded is None
+
+
+def test_a_bad_memory_limit_is_a_clear_error(monkeypatch):
+    for bad in ("lots", "-1", "0"):
+        monkeypatch.setenv(local.MEMORY_ENV, bad)
+        with pytest.raises(ValueError, match="expected a positive number of GiB"):
+            local.host_memory_limit()
+    monkeypatch.setenv(local.MEMORY_ENV, "1.5")
+    assert local.host_memory_limit() == 3 << 29
+    monkeypatch.delenv(local.MEMORY_ENV)
+    assert local.host_memory_limit() > 0

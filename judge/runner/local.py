@@ -31,10 +31,15 @@ MEMORY_ENV = "JUDGE_WORKER_MEMORY_GB"  # the worker's host-memory limit (default
 
 def host_memory_limit() -> int:
     value = os.environ.get(MEMORY_ENV)
-    try:
-        return int(float(value) * (1 << 30)) if value else default_limit()
-    except ValueError:
+    if not value:
         return default_limit()
+    try:
+        gib = float(value)
+    except ValueError:
+        gib = 0.0
+    if not gib > 0:
+        raise ValueError(f"{MEMORY_ENV}={value!r}: expected a positive number of GiB (the worker's host-memory limit)")
+    return int(gib * (1 << 30))
 
 
 @dataclass
@@ -52,6 +57,7 @@ class WorkerProcess:
 
     def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False):
         self.role = role
+        limit = host_memory_limit()  # a bad setting fails here, before anything is started
         self.nonce = secrets.token_hex(16)
         self.workdir = tempfile.TemporaryDirectory(prefix=f"judge-{role}-")
         self.log_path = Path(self.workdir.name) / "worker.log"
@@ -68,7 +74,7 @@ class WorkerProcess:
             cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
         log.close()
         os.close(write_fd)
-        self.memory = MemoryWatch(self.proc.pid, host_memory_limit())
+        self.memory = MemoryWatch(self.proc.pid, limit)
         self.read_fd = read_fd
         self.buffer = b""
         self.started = time.perf_counter()
