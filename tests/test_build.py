@@ -172,6 +172,64 @@ def test_missing_nvcc_is_a_clear_error(monkeypatch, tmp_path):
         build_many([request(f)])
 
 
+# -- a file name is inert: it never reaches the generated ninja file ---------------------------------
+
+INJECTED_NAMES = [
+    "evil\n  command = touch PWNED\n.cu",  # a newline, then a binding that replaces the edge's command
+    "x$(touch PWNED).cu",  # a ninja `$(` escape: ninja refused the whole file, failing every build
+    "sp ace $x `touch PWNED` ;.cu",
+]
+
+
+def _pwned(root: Path) -> list[Path]:
+    return list(root.rglob("PWNED*"))
+
+
+def _fake_nvcc(tmp_path: Path, monkeypatch) -> None:
+    """An `nvcc` that writes a log and fails: enough for ninja to run each edge, no toolkit needed."""
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\necho 'src.cu(1): error: fake nvcc' >&2\nexit 1\n")
+    nvcc.chmod(0o755)
+    monkeypatch.setattr(build.toolkit, "nvcc_path", lambda: str(nvcc))
+    monkeypatch.setattr(build.toolkit, "nvcc_version", lambda: "fake 1.0")
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("template", INJECTED_NAMES)
+def test_file_name_cannot_inject_into_the_build_file(tmp_path, monkeypatch, template):
+    _fake_nvcc(tmp_path, monkeypatch)
+    d = tmp_path / "src"
+    d.mkdir()
+    evil = d / template
+    evil.write_text("// evil name\n")
+    honest = d / "honest.cu"
+    honest.write_text("// a neighbour in the same ninja run\n")
+    progress: list[str] = []
+    results = build_many([request(evil), request(honest)], on_progress=lambda i, n, what: progress.append(what))
+    assert not _pwned(tmp_path), "the file name ran a command in the build step"
+    for r in results:  # both edges ran nvcc (status 1 and its log), none lost to a broken ninja file
+        assert not r.ok and "fake nvcc" in r.log, (r.error, r.log)
+    assert any(evil.name in what for what in progress)  # the name still shows in progress, from Python
+
+
+def test_ninja_values_escape_dollars_and_refuse_line_breaks():
+    assert build._ninja_value("a$b $(c)") == "a$$b $$(c)"
+    for bad in ("a\nb", "a\rb"):
+        with pytest.raises(ValueError, match="line break"):
+            build._ninja_value(bad)
+
+
+@nvcc_test
+def test_a_file_with_a_hostile_name_builds_like_any_other(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache $dollar"))  # the judge's own paths are escaped too
+    f = tmp_path / INJECTED_NAMES[0]
+    f.write_text(textwrap.dedent(SOURCES["ok.cu"]) + "\n// hostile name\n")
+    r = build.build(request(f))
+    assert r.ok, r.error
+    assert not _pwned(tmp_path)
+
+
 # -- real builds: one build_many for the module ------------------------------------------------------
 
 @pytest.fixture(scope="module")
