@@ -15,8 +15,11 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
-from judge import abi, device, spec
-from judge.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
+from judge import paths
+from judge.problem import abi
+from judge.gpu import device
+from judge.problem import spec
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
 
 from . import render
 
@@ -35,8 +38,7 @@ class Usage(Exception):
 
 
 def problems_root() -> Path:
-    env = os.environ.get("JUDGE_PROBLEMS")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "problems"
+    return paths.problems_root()
 
 
 def resolve(problem: str) -> spec.Problem:
@@ -115,8 +117,8 @@ def _runner(runner: str, image: Optional[str], mounts: List[str], host_env: bool
 
 def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
            arch: Optional[str], budget: float, db: Optional[Path], record: bool, runner=None) -> None:
-    from judge.bench import Policy
-    from judge.pipeline import Options, evaluate
+    from judge.engine.stats import Policy
+    from judge.engine.run import Options, evaluate
 
     with errors(as_json, debug):
         p = resolve(problem)
@@ -145,7 +147,7 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
 def _record(report, db: Optional[Path]) -> None:
     """Append the report to the results store. A store that cannot be written costs a warning,
     never the verdict (the report is already on stdout)."""
-    from judge.drill import attempt_drill
+    from judge.practice.drill import attempt_drill
     from judge.store import Store, StoreError
 
     try:
@@ -280,7 +282,7 @@ def validate(problems: List[str] = typer.Argument(..., help="Problem folders"), 
         try:
             p = resolve(name)
             results.append((name, []))
-            from judge.verify import ControlError, controls
+            from judge.practice.verify import ControlError, controls
 
             try:
                 controls(p)
@@ -306,7 +308,7 @@ def validate(problems: List[str] = typer.Argument(..., help="Problem folders"), 
 @app.command()
 def doctor(as_json: bool = JsonOpt) -> None:
     """GPU, driver, nvcc, torch, ninja, docker: what is there, what is missing and how to fix it."""
-    from judge.doctor import diagnose
+    from judge.runner.doctor import diagnose
 
     findings = diagnose()
     if as_json:

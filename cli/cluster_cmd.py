@@ -1,7 +1,7 @@
-"""`judge leaderboard run --cluster ADDRESS`: the same run on a Ray cluster (judge/cluster.py).
+"""`judge leaderboard run --cluster ADDRESS`: the same run on a Ray cluster (judge/board/cluster.py).
 
 Called by `leaderboard_cmd.run_cmd`; shares its planning, recording, regression and summary code.
-Ray is imported only from here on (judge.cluster), never by the local path.
+Ray is imported only from here on (judge.board.cluster), never by the local path.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from judge.verdict import Status
+from judge.contract.verdict import Status
 
 from .app import Usage, out, problems_root
 from .leaderboard_cmd import (_line, _no_gpu, _progress, exit_code, plan, print_summary, record, regression_row,
@@ -25,7 +25,7 @@ def run_on_cluster(subs, address: str, kinds_text: Optional[str], build_only: bo
                    db: Optional[Path], fail_on, budget: Optional[float], arch: Optional[str], timeout: float,
                    runner_args: list[str]) -> int:
     """Judge `subs` on every chosen GPU kind of the cluster; record; print; return the exit code."""
-    from judge import cluster
+    from judge.board import cluster
     from judge.store import Store
 
     try:

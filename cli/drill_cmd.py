@@ -13,10 +13,11 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from judge import drill as dr
-from judge import solutions as sol
-from judge import spec
-from judge.spec import LEVELS
+from judge import paths
+from judge.practice import drill as dr
+from judge.practice import solutions as sol
+from judge.problem import spec
+from judge.problem.spec import LEVELS
 
 from .app import DbOpt, JsonOpt, Usage, app, err, errors, out, problems_root, resolve
 
@@ -240,7 +241,7 @@ def solution(problem: str = typer.Argument(..., help="Problem folder or name"),
             if running is not None:
                 raise Usage(f"drill {running.id} is running with {p.name}: its solutions would spoil it "
                             "(end it with `judge drill end`, or pass --force)")
-        found = sol.solutions(problems_root().parent / "reference_solutions", p.name)
+        found = sol.solutions(paths.solutions_root(), p.name)
         if not found:
             raise Usage(f"no reference solutions for {p.name}")
         if show_code is not None:

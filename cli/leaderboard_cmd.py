@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from judge import spec
-from judge.verdict import EXIT_NOT_YOUR_CODE, Status
+from judge import paths
+from judge.problem import spec
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
 from .app import (DbOpt, DebugOpt, GpusOpt, HostEnvOpt, ImageOpt, JsonOpt, MountOpt, RunnerOpt, Usage, _runner, app,
                   err, errors, out, problems_root)
@@ -20,7 +21,7 @@ from .app import (DbOpt, DebugOpt, GpusOpt, HostEnvOpt, ImageOpt, JsonOpt, Mount
 board = typer.Typer(no_args_is_help=True, help="Leaderboards: judge a submissions folder, show the rankings.")
 app.add_typer(board, name="leaderboard")
 
-SOLUTIONS_DIR = Path(__file__).resolve().parents[1] / "reference_solutions"
+SOLUTIONS_DIR = paths.solutions_root()
 
 
 class FailOn(str, Enum):
@@ -37,7 +38,7 @@ class Format(str, Enum):
 
 def local_gpus():
     """The GPUs NVML sees (tests replace this)."""
-    from judge import device
+    from judge.gpu import device
 
     return device.gpus()
 
@@ -46,7 +47,8 @@ def make_judge(subs, problems: Path, gpu_kind: str, gpu, budget: Optional[float]
                timeout_s: float, as_json: bool):
     """The real judging function: one `judge submit` process per job, after one parallel build of
     every file (tests replace this with a fake)."""
-    from judge import build, jobs
+    from judge.build import nvcc as build
+    from judge.board import jobs
 
     status = None if as_json else err.status(f"building {len(subs)} files", spinner="dots")
     if status:
@@ -122,7 +124,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             host_env: bool = HostEnvOpt, docker_gpus: str = GpusOpt,
             ) -> None:
     """Judge every submission not yet judged on this GPU kind, one job per GPU, and record the results."""
-    from judge import jobs, leaderboard
+    from judge.board import jobs
+    from judge.board import submissions as leaderboard
     from judge.store import Store
 
     code = 0
@@ -209,7 +212,7 @@ def _runner_args(runner: str, image: Optional[str], mounts: List[str], host_env:
 
 def plan(store, subs, kind: str):
     """(to judge, skipped as already judged on this kind, the latest timed results per key)."""
-    from judge import leaderboard
+    from judge.board import submissions as leaderboard
 
     history = leaderboard.rows(store, gpu_kind=kind)
     done = leaderboard.judged(history, kind)
@@ -219,7 +222,7 @@ def plan(store, subs, kind: str):
 
 def record(store, ev, kind: str, previous):
     """Record a finished job's report under its GPU kind; its regression, if it is one."""
-    from judge import leaderboard
+    from judge.board import submissions as leaderboard
 
     s = ev.submission
     store.record(ev.report, participant=s.participant, gpu_kind=kind)
@@ -239,7 +242,7 @@ def exit_code(statuses, regressions, fail_on) -> int:
 
 
 def print_summary(results, skipped, regressions, db) -> None:
-    from judge.board_render import interval, times
+    from judge.board.render import interval, times
 
     statuses = [e.report.status for e in results]
     n_ok = statuses.count(Status.ACCEPTED)
@@ -275,8 +278,8 @@ def _progress() -> Progress:
 
 
 def _line(ev, reg, where: Optional[str] = None) -> str:
-    from judge.board_rank import score
-    from judge.board_render import interval, times
+    from judge.board.rank import score
+    from judge.board.render import interval, times
 
     st = ev.report.status
     mark = "[green]✓[/]" if st is Status.ACCEPTED else "[yellow]![/]" if st is Status.INTERNAL_ERROR else "[red]✗[/]"
@@ -290,7 +293,7 @@ def _line(ev, reg, where: Optional[str] = None) -> str:
 
 def result_row(e) -> dict:
     """One judged file of a run's `--json` summary (local and cluster runs)."""
-    from judge.board_rank import score
+    from judge.board.rank import score
 
     s = score(e.report)
     return {"participant": e.submission.participant, "problem": e.submission.problem,
@@ -321,7 +324,10 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
              gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind."),
              as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     """Rank each participant's latest result per problem (and overall), per GPU kind."""
-    from judge import board_html, board_rank, board_render, leaderboard
+    from judge.board import html as board_html
+    from judge.board import rank as board_rank
+    from judge.board import render as board_render
+    from judge.board import submissions as leaderboard
     from judge.store import Store, default_path
 
     fmt = Format.json if as_json else fmt
@@ -354,7 +360,7 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
 
 
 def _tables(boards) -> None:
-    from judge.board_render import OVERALL_RULE, baseline_name, first_line, interval, times
+    from judge.board.render import OVERALL_RULE, baseline_name, first_line, interval, times
 
     if not boards:
         out.print("No leaderboard results yet (run `judge leaderboard run SUBMISSIONS_DIR`).")

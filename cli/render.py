@@ -5,10 +5,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from judge.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
-from judge.report import BenchResult, BuildInfo, CheckResult, Report
-from judge.sass import line as sass_line
-from judge.verdict import Status
+from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
+from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report
+from judge.build.sass import line as sass_line
+from judge.contract.verdict import Status
 
 STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
 

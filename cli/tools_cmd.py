@@ -11,8 +11,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from judge.sass import line
-from judge.verdict import EXIT_NOT_YOUR_CODE, Status
+from judge.build.sass import line
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
 from .app import DebugOpt, JsonOpt, Usage, _fail, _solution, app, errors, out, resolve
 from .app import DbOpt, err  # judge compare, judge watch
@@ -31,8 +31,9 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
             timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
     """Nsight Compute on one benchmark shape: time, DRAM and SM throughput, tensor pipe, occupancy,
     bank conflicts, registers and spills per kernel, plus the SASS summary of the build."""
-    from judge import build, device as gpu_info
-    from judge import profile as prof
+    from judge.build import nvcc as build
+    from judge.gpu import device as gpu_info
+    from judge.runner import profile as prof
 
     with errors(as_json, debug):
         p = resolve(problem)
@@ -124,9 +125,9 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
              budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for each solution.")) -> None:
     """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
     B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
-    from judge.bench import Policy
-    from judge.compare import Compared, compare
-    from judge.pipeline import Options
+    from judge.engine.stats import Policy
+    from judge.engine.compare import Compared, compare
+    from judge.engine.run import Options
 
     from . import render
 
@@ -207,9 +208,9 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
     the real one). Tests, then a short timing; Ctrl-C stops."""
     import time
 
-    from judge import watch as watching
-    from judge.bench import Policy
-    from judge.pipeline import Options
+    from judge.practice import watch as watching
+    from judge.engine.stats import Policy
+    from judge.engine.run import Options
 
     with errors(as_json, debug):
         p = resolve(problem)

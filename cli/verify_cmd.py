@@ -8,8 +8,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from judge import spec
-from judge.verdict import Status
+from judge import paths
+from judge.problem import spec
+from judge.contract.verdict import Status
 
 from .app import DebugOpt, JsonOpt, app, err, errors, out, problems_root, resolve
 
@@ -23,8 +24,8 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                                       "baseline and regenerate the table in reference_solutions/README.md."),
            budget: float = typer.Option(1.0, help="With --table: seconds of GPU time per shape per solution.")) -> None:
     """Judge every reference solution and known-wrong control; each must get its declared status."""
-    from judge.bench import Policy
-    from judge.verify import verify as run_verify
+    from judge.engine.stats import Policy
+    from judge.practice.verify import verify as run_verify
 
     with errors(as_json, debug):
         probs = [resolve(p) for p in problems] if problems else \
@@ -88,13 +89,13 @@ def _no_gpu(r) -> bool:
 def _write_table(rows) -> str | None:
     """Merge the timed reference rows into reference_solutions/results.json and regenerate the
     README table from it. Returns what was written, or None when nothing was timed."""
-    from judge import table
+    from judge.practice import results_table as table
 
     new = [r for r in (table.row(c.control.problem, c.report) for c in rows
                        if c.control.kind == "reference" and c.ok) if r is not None]
     if not new:
         return None
-    folder = problems_root().parent / "reference_solutions"
+    folder = paths.solutions_root()
     data, readme = folder / "results.json", folder / "README.md"
     merged = [r for r in table.merge(table.load(data), new) if (folder / r.problem / r.solution).is_file()]
     table.save(data, merged)

@@ -11,10 +11,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from .report import Report
-from .verdict import Status
+from judge import paths
+from judge.contract.report import Report
+from judge.contract.verdict import Status
 
-DEFAULT_PATH = Path(".judge") / "judge.db"
+DEFAULT_PATH = paths.DEFAULT_DB
 
 MIGRATIONS: list[str] = [
     """
@@ -57,7 +58,7 @@ MIGRATIONS: list[str] = [
         shown_at TEXT NOT NULL
     );
     """,
-    # 3: build checks (`judge leaderboard run --build-only`, judge/cluster.py): compiled and
+    # 3: build checks (`judge leaderboard run --build-only`, judge/board/cluster.py): compiled and
     # policy-checked, never timed. Kept apart from results: they never rank and never count as judged.
     """
     CREATE TABLE build_checks (
@@ -83,8 +84,7 @@ MIGRATIONS: list[str] = [
 
 
 def default_path() -> Path:
-    env = os.environ.get("JUDGE_DB")
-    return Path(env) if env else DEFAULT_PATH
+    return paths.store_path()
 
 
 class StoreError(Exception):
@@ -171,7 +171,7 @@ class Store:
             "FROM results WHERE participant IS NULL GROUP BY problem", (Status.ACCEPTED.value, Status.ACCEPTED.value))
         return {p: Progress(p, n, bool(ok), best) for p, n, ok, best in rows}
 
-    # drills: interview drills and hints (judge/drill.py). Rows come back as plain dicts.
+    # drills: interview drills and hints (judge/practice/drill.py). Rows come back as plain dicts.
     def start_drill(self, started_at: str, minutes: float, problems: list[str]) -> int | None:
         """Open a drill; None when one is already active (checked and inserted in one transaction)."""
         try:

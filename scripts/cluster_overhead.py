@@ -5,11 +5,11 @@ Starts a head (no GPU) and one worker node declaring one fake GPU of kind `BENCH
 run one at a time, then times three things over N files:
 
   noop      a Ray task with the judge's resource shape (1 GPU + gpu_kind:BENCH) that does nothing:
-            Ray's own round trip per task, sequentially (with the workers reused, as judge.cluster
+            Ray's own round trip per task, sequentially (with the workers reused, as judge.board.cluster
             asks, and with Ray's default for GPU tasks, a fresh worker process per task);
   local     the task's work done here, in-process, one file after another: the build-check child
-            process (`python -m judge.cluster_task`) on each file;
-  cluster   the same files through `judge.cluster.run(..., "build")`: payload, Ray scheduling, the
+            process (`python -m judge.board.cluster_task`) on each file;
+  cluster   the same files through `judge.board.cluster.run(..., "build")`: payload, Ray scheduling, the
             task, the child, the tracker actor, the driver's polling.
 
 overhead per task = (cluster - local) / N. The files are REJECTED by the static source policy
@@ -41,7 +41,9 @@ def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
-    from judge import cluster, cluster_task, leaderboard
+    from judge.board import cluster
+    from judge.board import cluster_task
+    from judge.board import submissions as leaderboard
 
     tmp = Path(tempfile.mkdtemp(prefix="cluster-overhead-"))
     for i in range(args.tasks):
@@ -71,7 +73,7 @@ def main() -> int:
             return time.perf_counter() - t
 
         fresh_s = sequential(noop)  # Ray's default for GPU tasks: a new worker process per task
-        noop_s = sequential(ray.remote(num_gpus=1, resources={"gpu_kind:BENCH": 1},  # what judge.cluster asks
+        noop_s = sequential(ray.remote(num_gpus=1, resources={"gpu_kind:BENCH": 1},  # what judge.board.cluster asks
                                        max_calls=cluster.REUSE_WORKERS)(lambda i: i))
 
         jobs = [cluster.Job(i, s, "BENCH") for i, s in enumerate(subs)]
@@ -108,7 +110,7 @@ def main() -> int:
         print(f"noop Ray task (1 GPU + kind), sequential: {result['noop_ms_per_task']} ms per task "
               f"({result['noop_fresh_worker_ms_per_task']} ms with Ray's default max_calls=1 for GPU tasks)")
         print(f"build-check child in-process:             {result['local_ms_per_task']} ms per file")
-        print(f"same files through judge.cluster.run:     {result['cluster_ms_per_task']} ms per file")
+        print(f"same files through judge.board.cluster.run:     {result['cluster_ms_per_task']} ms per file")
         print(f"dispatch overhead:                        {result['overhead_ms_per_task']} ms per task")
     return 0
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 
-from judge import timing
+from judge.engine import timing
 
 out_path = sys.argv[1]
 _summarize = timing.summarize

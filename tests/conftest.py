@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from judge import abi, spec, toolkit
+from judge.problem import abi
+from judge.problem import spec
+from judge.build import toolkit
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS_DIR = ROOT / "problems"
@@ -83,8 +85,8 @@ def problem_builds(tmp_path_factory, judge_cache):
     and wrong control for both sm_90a and sm_80. Maps (problem, relpath-or-"starter", arch) → BuildResult."""
     if not HAVE_NVCC:
         pytest.skip("needs nvcc (the CUDA toolkit)")
-    from judge import build
-    from judge.pipeline import build_request
+    from judge.build import nvcc as build
+    from judge.build.cuda import CUDA
 
     starters = tmp_path_factory.mktemp("starters")
     keys, requests = [], []
@@ -95,11 +97,11 @@ def problem_builds(tmp_path_factory, judge_cache):
         starter = starters / f"{name}.cu"
         starter.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
         keys.append((name, "starter", "sm_90a"))
-        requests.append(build_request(p, starter, "sm_90a"))
+        requests.append(CUDA.request(p, starter, "sm_90a"))
         for f in control_files(name):
             for arch in ARCHS:
                 keys.append((name, rel(f), arch))
-                requests.append(build_request(p, f, arch))
+                requests.append(CUDA.request(p, f, arch))
     # Identical requests (same bytes, header, arch) are built once: build_many cannot take duplicates
     # (see test_build.py::test_identical_sources_in_one_call), and one is enough anyway.
     unique: dict[tuple, int] = {}

@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from judge import abi
-from judge.abi import parse_ctype
+from judge.problem import abi
+from judge.problem.abi import parse_ctype
 
 from conftest import nvcc_test, problem_names
 

@@ -7,11 +7,12 @@ import statistics
 
 import pytest
 
-from judge import bench, score
-from judge.bench import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
-from judge.report import Stats
-from judge.runner.local import WorkerFailure
-from judge.timing import ImpossibleTime, time_target
+from judge.engine import stats as bench
+from judge.engine import score
+from judge.engine.stats import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
+from judge.contract.report import Stats
+from judge.worker.client import WorkerFailure
+from judge.engine.timing import ImpossibleTime, time_target
 
 
 def stats(median: float, lo: float, hi: float) -> Stats:
@@ -251,11 +252,11 @@ def test_drift_and_flag():
 
 
 def test_bench_module_has_no_heavy_imports():
-    """The worker imports judge.bench: it must stay pure Python (no torch, no pydantic at import)."""
+    """The worker imports judge.engine.stats: it must stay pure Python (no torch, no pydantic at import)."""
     import subprocess
     import sys
 
-    code = ("import sys, judge.bench; bad = [m for m in ('torch', 'pydantic') if m in sys.modules]; "
+    code = ("import sys, judge.engine.stats; bad = [m for m in ('torch', 'pydantic') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

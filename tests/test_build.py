@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from judge import abi, build
-from judge.build import BuildRequest, build_many, parse_resources
+from judge.problem import abi
+from judge.build import nvcc as build
+from judge.build.nvcc import BuildRequest, build_many, parse_resources
 
 from conftest import nvcc_test
 
@@ -403,7 +404,7 @@ def test_two_processes_building_the_same_bytes_at_once(tmp_path):
         import json, sys
         sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
         from test_build import request
-        from judge.build import build
+        from judge.build.nvcc import build
         r = build(request(__import__("pathlib").Path({str(src)!r})))
         print(json.dumps({{"ok": r.ok, "cached": r.cached, "kernels": [k.kernel for k in r.resources]}}))
     """)

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-import judge.check
-from judge.check import MAX_MISMATCHES, run_check
-from judge.spec import AllClose, Exact
+import judge.problem.checks
+from judge.problem.checks import MAX_MISMATCHES, run_check
+from judge.problem.spec import AllClose, Exact
 
 ALLCLOSE = AllClose(name="allclose", rtol=1e-3, atol=1e-3)
 EXACT = Exact(name="exact")
@@ -147,7 +147,7 @@ def test_chunked_check_matches_unchunked(monkeypatch, chunk):
     flat[120] = float("nan")
     flat[121] = float("-inf")
     whole = run_check(ALLCLOSE, "C", g, e)
-    monkeypatch.setattr(judge.check, "CHUNK", chunk)
+    monkeypatch.setattr(judge.problem.checks, "CHUNK", chunk)
     chunked = run_check(ALLCLOSE, "C", g, e)
     assert repr(chunked) == repr(whole)  # repr: NaN != NaN in ==
     assert whole.n_bad == 9 and whole.nan_count == 1 and whole.inf_count == 1

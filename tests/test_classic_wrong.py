@@ -2,9 +2,9 @@
 
 Issue 4: a tolerance must fail (a) all zeros, (b) a copy of an input and (c) where the problem
 demands fp32 accumulation, the same math accumulated in fp16/bf16. The inputs are drawn exactly as
-the judge draws them (`judge.workloads.fill_inputs`, phase `test<i>`), the expected outputs are the
+the judge draws them (`judge.problem.workloads.fill_inputs`, phase `test<i>`), the expected outputs are the
 problem's own reference (`reference_outputs`) and the verdict is the judge's own check
-(`judge.check.run_check` with the spec's tolerance). `wrong/` holds the GPU controls that prove the
+(`judge.problem.checks.run_check` with the spec's tolerance). `wrong/` holds the GPU controls that prove the
 same on the device (`judge verify`); `test_every_problem_has_classic_controls` keeps them there.
 
 Where a wrong answer is legitimately right on some workload (an attention over one key IS a copy
@@ -27,9 +27,9 @@ from typing import Callable
 import pytest
 import torch
 
-from judge import spec
-from judge.check import run_check
-from judge.workloads import fill_inputs, reference_outputs
+from judge.problem import spec
+from judge.problem.checks import run_check
+from judge.problem.workloads import fill_inputs, reference_outputs
 
 from conftest import problem_names, try_load, wrong_files
 

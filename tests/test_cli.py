@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 import cli.verify_cmd  # noqa: F401  (registers `judge verify`)
 from cli.app import app
-from judge import device
-from judge.report import Report
+from judge.gpu import device
+from judge.contract.report import Report
 
 from conftest import PROBLEMS_DIR, nvcc_test
 from test_spec import VALID, write_problem
@@ -215,16 +215,16 @@ def test_submit_unknown_problem(tmp_path):
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     """Both files, prebuilt for sm_90a in one build_many: the CLI's builds below are cache hits."""
-    from judge import build
-    from judge.pipeline import build_request
-    from judge.spec import load_problem
+    from judge.build import nvcc as build
+    from judge.build.cuda import CUDA
+    from judge.problem.spec import load_problem
 
     d = tmp_path_factory.mktemp("cli-src")
     ok, broken = d / "ok.cu", d / "broken.cu"
     ok.write_text(VECTOR_ADD_OK)
     broken.write_text(VECTOR_ADD_BROKEN)
     p = load_problem(PROBLEMS_DIR / "vector_add")
-    build.build_many([build_request(p, ok, "sm_90a"), build_request(p, broken, "sm_90a")])
+    build.build_many([CUDA.request(p, ok, "sm_90a"), CUDA.request(p, broken, "sm_90a")])
     return ok, broken
 
 

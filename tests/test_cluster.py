@@ -1,4 +1,4 @@
-"""Leaderboard runs on a real local Ray cluster (judge/cluster.py, judge/cluster_task.py, cli/cluster_cmd.py).
+"""Leaderboard runs on a real local Ray cluster (judge/board/cluster.py, judge/board/cluster_task.py, cli/cluster_cmd.py).
 
 One cluster for the module: a head (no GPU) and worker nodes started as separate processes,
 declaring fake GPUs and GPU-kind resources: `h100a` (2 × H100), `h100b` (1 × H100) and `a100`
@@ -33,8 +33,10 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 import cli.leaderboard_cmd  # noqa: E402,F401 — registers `judge leaderboard`
 from cli.app import app  # noqa: E402
-from judge import cluster, cluster_task, leaderboard  # noqa: E402
-from judge.device import GpuInfo  # noqa: E402
+from judge.board import cluster
+from judge.board import cluster_task
+from judge.board import submissions as leaderboard  # noqa: E402
+from judge.gpu.device import GpuInfo  # noqa: E402
 from judge.store import Store  # noqa: E402
 
 GOOD = (ROOT / "reference_solutions" / "vector_add" / "01_naive.cu").read_text()
@@ -61,8 +63,8 @@ def ray_cluster(tmp_path_factory, judge_cache):
     fast_death = {"health_check_period_ms": 500, "health_check_failure_threshold": 2,
                   "health_check_initial_delay_ms": 0}
     client_port = _free_port()
-    # The head's Ray Client server unpickles judge.cluster_task (it imports judge); a client server that
-    # dies at start (ray-project/ray#63202; judge.cluster.connect tries again) is given up on after 10 s.
+    # The head's Ray Client server unpickles judge.board.cluster_task (it imports judge); a client server that
+    # dies at start (ray-project/ray#63202; judge.board.cluster.connect tries again) is given up on after 10 s.
     with _env(RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S="10"):
         c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "num_gpus": 0, "include_dashboard": False,
                                                           "_system_config": fast_death,
@@ -156,14 +158,14 @@ import sys
 from typer.testing import CliRunner
 import cli.leaderboard_cmd as lb
 from cli.app import app
-from judge.device import GpuInfo
+from judge.gpu.device import GpuInfo
 from judge import leaderboard
-from judge.verdict import Status
+from judge.contract.verdict import Status
 lb.local_gpus = lambda: [GpuInfo(0, "Fake GPU", "GPU-0", "580", 9, 0, 1)]
 lb.make_judge = lambda *a, **k: (lambda sub, dev: leaderboard.error_report(sub, Status.REJECTED, "no", "Fake GPU"))
 r = CliRunner().invoke(app, ["leaderboard", "run", {str(subs)!r}, "--db", {str(tmp_path / 'db')!r}, "--json"])
 assert r.exit_code == 0, r.output
-print("ray" in sys.modules, "judge.cluster" in sys.modules)
+print("ray" in sys.modules, "judge.board.cluster" in sys.modules)
 """
     env = dict(os.environ, RAY_ADDRESS="")
     r = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
@@ -308,7 +310,7 @@ def _children_judging(subs: Path) -> list[int]:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"judge.cluster_task" in cmd and any(a.endswith(b"/src/slow.cu") for a in cmd):
+        if b"judge.board.cluster_task" in cmd and any(a.endswith(b"/src/slow.cu") for a in cmd):
             out.append(int(proc.name))
     return out
 

@@ -9,13 +9,13 @@ from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge compare`)
 from cli.app import app
-from judge import compare as comparing
-from judge.bench import Policy
-from judge.compare import Compared, Comparison, ShapeComparison, interleave
-from judge.report import Stats
-from judge.score import compare, compare_verdict, drift_flagged, ratio_interval
-from judge.timing import Timer
-from judge.verdict import Status
+from judge.engine import compare as comparing
+from judge.engine.stats import Policy
+from judge.engine.compare import Compared, Comparison, ShapeComparison, interleave
+from judge.contract.report import Stats
+from judge.engine.score import compare, compare_verdict, drift_flagged, ratio_interval
+from judge.engine.timing import Timer
+from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
 
@@ -191,7 +191,7 @@ class FakeCandidate:
             return {}
         self.log.batches.append((self.name, args["k"]))
         if self.crash_on_batch is not None and len(self.log.batches) >= self.crash_on_batch:
-            from judge.runner.local import WorkerFailure
+            from judge.worker.client import WorkerFailure
 
             raise WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV")
         return {"times_ms": [self.per_call_ms] * args["k"]}
@@ -201,9 +201,10 @@ class FakeCandidate:
 
 
 def interleaved(monkeypatch, workers, rechecked):
-    from judge import device, spec
-    from judge.benchmarks import Slots
-    from judge.pipeline import Options
+    from judge.gpu import device
+    from judge.problem import spec
+    from judge.engine.benchmarks import Slots
+    from judge.engine.run import Options
 
     class Buffers:
         def free(self):
@@ -212,7 +213,7 @@ def interleaved(monkeypatch, workers, rechecked):
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
     result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
     policy = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
-    built = [type("B", (), {"lib": f"/x/{n}.so"})() for n in "ab"]
+    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
     run = comparing._Interleaved(p, (p.root / "a.cu", p.root / "b.cu"), built, Options(policy=policy), result)
     spawned = iter(workers)
     monkeypatch.setattr(device, "gpus", lambda: [type("G", (), {"index": 0})()])
@@ -243,7 +244,7 @@ def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch
 
 
 def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
-    from judge.pipeline import _Verdict
+    from judge.engine.run import _Verdict
 
     log = Log()
     a, b = FakeCandidate("A", log, 0.001), FakeCandidate("B", log, 0.001, crash_on_batch=6)
@@ -333,14 +334,14 @@ def test_a_compile_error_ends_the_comparison(tmp_path):
 # -- on a GPU (`pytest -m gpu`) -------------------------------------------------------------------
 
 def _gpu(f):
-    from judge import device
+    from judge.gpu import device
 
     return pytest.mark.gpu(pytest.mark.skipif(not device.gpus(), reason="needs an NVIDIA GPU")(f))
 
 
 def _run(a, b, budget=0.5):
-    from judge import spec
-    from judge.pipeline import Options
+    from judge.problem import spec
+    from judge.engine.run import Options
 
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
     events = list(comparing.compare(p, a, b, Options(policy=Policy(budget_s=budget))))

@@ -19,13 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from judge import spec
-from judge.events import Built, Finished, Stage
-from judge.report import BuildInfo, Report
+from judge.problem import spec
+from judge.contract.events import Built, Finished, Stage
+from judge.contract.report import BuildInfo, Report
 from judge.runner import docker as dk
 from judge.runner.container_entry import NONCE, Reader, encode
 from judge.runner.docker_io import run_container
-from judge.verdict import Status
+from judge.contract.verdict import Status
 
 from conftest import HAVE_NVCC, PROBLEMS_DIR, ROOT
 

@@ -10,10 +10,13 @@ from typer.testing import CliRunner
 
 import cli.drill_cmd as drill_cmd  # registers `judge drill`, `hint`, `stats`, `solution`
 from cli.app import _record, app
-from judge import drill, solutions, spec, table
-from judge.report import Report
+from judge.practice import drill
+from judge.practice import solutions
+from judge.problem import spec
+from judge.practice import results_table as table
+from judge.contract.report import Report
 from judge.store import Store
-from judge.verdict import Status
+from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR
 

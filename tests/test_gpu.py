@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judge import device, spec
-from judge.bench import Policy
-from judge.events import Finished
-from judge.pipeline import Options, evaluate
-from judge.verdict import Status
+from judge.gpu import device
+from judge.problem import spec
+from judge.engine.stats import Policy
+from judge.contract.events import Finished
+from judge.engine.run import Options, evaluate
+from judge.contract.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.gpu,
@@ -38,7 +39,7 @@ def write(tmp_path: Path, name: str, body: str) -> Path:
 
 def test_every_problem_verifies():
     """Every reference solution ACCEPTED, every wrong/*.cu gets its declared status."""
-    from judge.verify import verify
+    from judge.practice.verify import verify
 
     problems = [spec.load_problem(p) for p in spec.find_problems(ROOT / "problems")]
     results = list(verify(problems))
@@ -177,7 +178,7 @@ def test_health_gate_waits_for_a_foreign_process_on_the_sms(tmp_path):
     import sys
     import time
 
-    from judge import health
+    from judge.gpu import health
 
     if health.own_pid_namespace_hidden():
         pytest.skip("in a nested pid namespace the gate cannot tell processes apart")

@@ -14,11 +14,14 @@ from typer.testing import CliRunner
 
 import cli.leaderboard_cmd as lb_cmd
 from cli.app import app
-from judge import board_rank, board_render, jobs, leaderboard
-from judge.device import GpuInfo
-from judge.report import BaselineTiming, BenchResult, Environment, Report, Stats
+from judge.board import rank as board_rank
+from judge.board import render as board_render
+from judge.board import jobs
+from judge.board import submissions as leaderboard
+from judge.gpu.device import GpuInfo
+from judge.contract.report import BaselineTiming, BenchResult, Environment, Report, Stats
 from judge.store import Store
-from judge.verdict import Status
+from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR, nvcc_test
 

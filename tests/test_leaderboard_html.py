@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import board_html
+from judge.board import html as board_html
 
 from test_leaderboard import golden_boards
 

@@ -7,11 +7,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge import policy, build, device, spec, workloads
-from judge.events import Built, Finished, Stage
-from judge.pipeline import Options, build_request, evaluate
-from judge.verdict import Status
-from judge.verify import ControlError, controls, expected_status
+from judge.build import policy
+from judge.build import nvcc as build
+from judge.gpu import device
+from judge.problem import spec
+from judge.problem import workloads
+from judge.contract.events import Built, Finished, Stage
+from judge.build.cuda import CUDA
+from judge.engine.run import Options, evaluate
+from judge.contract.verdict import Status
+from judge.practice.verify import ControlError, controls, expected_status
 
 from conftest import PROBLEMS_DIR
 from test_spec import VALID, write_problem
@@ -30,18 +35,20 @@ def run(problem, source, **kw):
     return events[-1].report, events
 
 
-def fake_result(problem, source: Path, ok: bool, error: str | None = None) -> build.BuildResult:
-    req = build_request(problem, source, "sm_90a")
-    return build.BuildResult(req, ok, "k" * 24, source if ok else None, "cd /x && nvcc -o lib.so src.cu",
-                             "ptxas info : Used 8 registers", 1.5, False, error=error,
-                             resources=[build.KernelResources("k(int)", registers=8)])
+def fake_result(problem, source: Path, ok: bool, error: str | None = None, arch: str = "sm_90a"):
+    """A finished build (no nvcc), through the CUDA toolchain's verdict on it."""
+    req = CUDA.request(problem, source, arch)
+    result = build.BuildResult(req, ok, "k" * 24, source if ok else None, "cd /x && nvcc -o lib.so src.cu",
+                               "ptxas info : Used 8 registers", 1.5, False, error=error,
+                               resources=[build.KernelResources("k(int)", registers=8)])
+    return CUDA.from_build(problem, source, arch, result)
 
 
 def test_compile_error_verdict_from_a_prebuilt_result(vector_add, tmp_path):
     src = tmp_path / "x.cu"
     src.write_text("broken")
-    prebuilt = fake_result(vector_add, src, False, "x.cu(1): error: this declaration has no storage class")
-    report, events = run(vector_add, src, prebuilt=prebuilt)
+    prepared = fake_result(vector_add, src, False, "x.cu(1): error: this declaration has no storage class")
+    report, events = run(vector_add, src, prepared=prepared)
     assert report.status == Status.COMPILE_ERROR and report.exit_code == 1
     assert "no storage class" in report.message and "command: cd /x && nvcc" in report.message
     assert report.build and not report.build.ok and report.build.kernels[0].registers == 8
@@ -56,7 +63,7 @@ def test_built_but_no_gpu_is_internal_error(vector_add, tmp_path, monkeypatch):
     src = tmp_path / "x.cu"
     src.write_text("// fine")
     monkeypatch.setattr(policy, "check_build", lambda *a, **k: None)  # the fake build has no library
-    report, _ = run(vector_add, src, prebuilt=fake_result(vector_add, src, True))
+    report, _ = run(vector_add, src, prepared=fake_result(vector_add, src, True))
     assert report.status == Status.INTERNAL_ERROR and report.exit_code == 3
     assert "no CUDA device" in report.message and report.build.ok
 
@@ -73,7 +80,7 @@ def test_missing_nvcc_is_internal_error(vector_add, tmp_path, monkeypatch):
 def test_arch_option_is_used(vector_add, tmp_path):
     src = tmp_path / "x.cu"
     src.write_text("broken")
-    report, _ = run(vector_add, src, arch="sm_80", prebuilt=fake_result(vector_add, src, False, "e"))
+    report, _ = run(vector_add, src, arch="sm_80", prepared=fake_result(vector_add, src, False, "e", "sm_80"))
     assert report.environment.arch == "sm_80" and "arch=compute_80" in report.environment.flags
 
 
@@ -169,7 +176,7 @@ def test_as_outputs():
 def test_device_means_the_nvml_index_under_cuda_visible_devices():
     """`--device N` is NVML's N (the workers get CUDA_VISIBLE_DEVICES=N); the parent's own CUDA
     ordinal for it depends on the parent's CUDA_VISIBLE_DEVICES (indices or UUID prefixes)."""
-    from judge.device import GpuInfo, NotVisible, cuda_index
+    from judge.gpu.device import GpuInfo, NotVisible, cuda_index
 
     gs = [GpuInfo(i, "H100", f"GPU-{i}aaa-{i}", "580", 9, 0, 80 << 30) for i in range(4)]
     assert cuda_index(2, visible="2,3", all_gpus=gs) == 0
@@ -184,7 +191,7 @@ def test_device_means_the_nvml_index_under_cuda_visible_devices():
 
 
 def test_device_without_cuda_visible_devices_is_itself(monkeypatch):
-    from judge.device import cuda_index
+    from judge.gpu.device import cuda_index
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert cuda_index(5) == 5

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from judge import build, policy, spec
-from judge.events import Finished
-from judge.pipeline import Options, build_request, evaluate
-from judge.verdict import Status
+from judge.build import nvcc as build
+from judge.build import policy
+from judge.problem import spec
+from judge.contract.events import Finished
+from judge.build.cuda import CUDA
+from judge.engine.run import Options, evaluate
+from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR, ROOT, nvcc_test
 
@@ -77,7 +80,7 @@ def test_spec_allow_names_known_libraries(tmp_path):
 @pytest.fixture(scope="module")
 def exploit_builds(judge_cache):
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
-    results = build.build_many([build_request(p, f, "sm_90a") for f in EXPLOITS])
+    results = build.build_many([CUDA.request(p, f, "sm_90a") for f in EXPLOITS])
     return p, dict(zip(EXPLOITS, results))
 
 
@@ -87,8 +90,8 @@ def test_exploit_is_rejected_naming_its_rule(exploit_builds, path):
     """Judged with no GPU needed: REJECTED, and the message names the rule and the line or symbol."""
     problem, results = exploit_builds
     rule, what = declared(path)
-    report = next(ev.report for ev in evaluate(problem, path, Options(mode="test", arch="sm_90a",
-                                                                      prebuilt=results[path]))
+    prepared = CUDA.from_build(problem, path, "sm_90a", results[path])
+    report = next(ev.report for ev in evaluate(problem, path, Options(mode="test", arch="sm_90a", prepared=prepared))
                   if isinstance(ev, Finished))
     assert report.status == Status.REJECTED, (report.status, report.message)
     assert f"[{rule}]" in report.message, report.message
@@ -118,7 +121,7 @@ def test_every_model_answer_and_control_passes_the_policy(problem_builds):
 
 def test_toolkit_headers_include_cccl():
     """CUDA 13 keeps libcu++ and CUB under include/cccl: `<cuda/atomic>` is a toolkit header."""
-    from judge import toolkit
+    from judge.build import toolkit
 
     dirs = toolkit.include_dirs()
     if not dirs:

@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
-from judge import spec
-from judge.check import run_check
-from judge.verdict import Status
-from judge.verify import ControlError, controls, expected_status
-from judge.workloads import fill_inputs, reference_outputs
+from judge.problem import spec
+from judge.problem.checks import run_check
+from judge.contract.verdict import Status
+from judge.practice.verify import ControlError, controls, expected_status
+from judge.problem.workloads import fill_inputs, reference_outputs
 
 from conftest import (ARCHS, PROBLEMS_DIR, ROOT, control_files, declares_compile_error, nvcc_test, problem_names,
                       reference_files, rel, wrong_files)

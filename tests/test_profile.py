@@ -1,4 +1,4 @@
-"""`judge profile` (judge/profile.py, cli/tools_cmd.py) without a GPU: the ncu CSV parser on a
+"""`judge profile` (judge/runner/profile.py, cli/tools_cmd.py) without a GPU: the ncu CSV parser on a
 recorded-format fixture, the ncu command line, the choice of workload, the missing-ncu error, and
 the whole command through a stand-in `ncu` that answers with the fixture."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge profile`)
 from cli.app import app
-from judge import profile as prof
-from judge import spec
+from judge.runner import profile as prof
+from judge.problem import spec
 
 from conftest import PROBLEMS_DIR, ROOT, SOLUTIONS_DIR, nvcc_test
 
@@ -70,8 +70,8 @@ def test_number():
 
 
 def test_ncu_command():
-    cmd = prof.ncu_command("/opt/ncu", ["a.sum", "b.pct"], ["python3", "-m", "judge.profile_target", "X"])
-    assert cmd[0] == "/opt/ncu" and cmd[-4:] == ["python3", "-m", "judge.profile_target", "X"]
+    cmd = prof.ncu_command("/opt/ncu", ["a.sum", "b.pct"], ["python3", "-m", "judge.runner.profile_target", "X"])
+    assert cmd[0] == "/opt/ncu" and cmd[-4:] == ["python3", "-m", "judge.runner.profile_target", "X"]
     joined = " ".join(cmd)
     for flag in ("--target-processes all", "--profile-from-start off", "--clock-control none", "--csv",
                  "--page raw", "--print-units base", "--metrics a.sum,b.pct"):
@@ -135,7 +135,7 @@ refuse = os.environ.get("FAKE_NCU_REFUSE")
 if refuse and refuse in metrics:
     print("==ERROR== Failed to find metric regex:^" + refuse.replace(".", "\\\\.") + "$")
     sys.exit(1)
-target = args[args.index("judge.profile_target") - 2:]
+target = args[args.index("judge.runner.profile_target") - 2:]
 status = target[6]
 mode = os.environ.get("FAKE_NCU_MODE", "ok")
 if mode == "hang":  # the profiled program hangs: ncu waits on it
@@ -181,7 +181,7 @@ def test_profile_command_end_to_end(fake_ncu):
     assert data["kernels"][0]["duration_us"] == pytest.approx(1104.576)
     assert data["kernels"][0]["tensor_pct"] == 47.31
     (args,) = _calls(fake_ncu)
-    target = args[args.index("judge.profile_target") - 2:]
+    target = args[args.index("judge.runner.profile_target") - 2:]
     assert target[0] == sys.executable and Path(target[4]).name == "lib.so" and Path(target[4]).is_absolute()
     assert Path(target[3]) == (ROOT / "problems" / "hgemm").resolve()  # the problem was named, not a path
     assert json.loads(target[5]) == data_workload(data["workload"]) and target[-2:] == ["--calls", "1"]

@@ -7,12 +7,11 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from judge.check import run_check
-from judge.report import (BaselineTiming, BenchResult, BuildInfo, CheckResult, Environment, KernelInfo,
-                          Mismatch, Report, Stats, Telemetry)
-from judge import report as rep
-from judge.spec import AllClose
-from judge.verdict import EXIT_CODES, Status
+from judge.problem.checks import run_check
+from judge.contract.report import BaselineTiming, BenchResult, BuildInfo, CheckResult, Environment, KernelInfo, Mismatch, Report, Stats, Telemetry
+from judge.contract import report as rep
+from judge.problem.spec import AllClose
+from judge.contract.verdict import EXIT_CODES, Status
 
 
 def stats(m: float, samples: int = 120) -> Stats:

@@ -1,8 +1,8 @@
 """The worker protocol without a GPU: failures are WorkerFailure with the right kind, quickly, never a hang.
 
-WorkerProcess hard-codes its command (`sys.executable -m judge.runner.worker FD NONCE`), so the fake
-workers below replace `sys.executable` as seen by judge.runner.local with a tiny script; the script gets
-the same argv (`-m judge.runner.worker FD NONCE`) and environment a real worker would.
+WorkerProcess hard-codes its command (`sys.executable -m judge.worker.main FD NONCE`), so the fake
+workers below replace `sys.executable` as seen by judge.worker.client with a tiny script; the script gets
+the same argv (`-m judge.worker.main FD NONCE`) and environment a real worker would.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import types
 
 import pytest
 
-from judge import device
-from judge.runner import local
-from judge.runner.local import WorkerFailure, WorkerProcess
+from judge.gpu import device
+from judge.worker import client as local
+from judge.worker.client import WorkerFailure, WorkerProcess
 
 
 @pytest.mark.skipif(bool(device.gpus()), reason="checks the failure to start CUDA on a machine without a GPU")
@@ -66,7 +66,7 @@ def fake_worker(tmp_path):
 
 def test_fake_worker_round_trip(fake_worker):
     w = fake_worker("""
-        assert sys.argv[1:3] == ["-m", "judge.runner.worker"]
+        assert sys.argv[1:3] == ["-m", "judge.worker.main"]
         send(nonce=nonce, ok=True, ready=True, pid=os.getpid())
         for line in sys.stdin:
             cmd = json.loads(line)
@@ -269,7 +269,7 @@ def test_close_ends_children_of_a_worker_that_exited(fake_worker):
 
 
 def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
-    """The parent's memory watch (judge/runner/memwatch.py) kills a worker whose resident memory
+    """The parent's memory watch (judge/sandbox/memwatch.py) kills a worker whose resident memory
     passes the limit (here 0.2 GiB), including memory held by a process the worker forked, and the
     failure says so."""
     monkeypatch.setenv(local.MEMORY_ENV, "0.2")

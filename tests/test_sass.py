@@ -1,4 +1,4 @@
-"""SASS opcode counts per kernel (judge/sass.py): the parser on recorded cuobjdump output, and real
+"""SASS opcode counts per kernel (judge/build/sass.py): the parser on recorded cuobjdump output, and real
 builds (nvcc + cuobjdump, no GPU) of a tensor-core and a plain kernel."""
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from judge import build, sass, spec
-from judge.pipeline import build_request
+from judge.build import nvcc as build
+from judge.build import sass
+from judge.problem import spec
+from judge.build.cuda import CUDA
 
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
 
@@ -62,7 +64,7 @@ def test_missing_cuobjdump_leaves_summary_empty(tmp_path, monkeypatch):
 
 def _built(problem: str, solution: str) -> build.BuildResult:
     p = spec.load_problem(PROBLEMS_DIR / problem)
-    result = build.build(build_request(p, SOLUTIONS_DIR / problem / solution, "sm_90a"))
+    result = build.build(CUDA.request(p, SOLUTIONS_DIR / problem / solution, "sm_90a"))
     assert result.ok, result.error
     return sass.attach(result)
 
@@ -105,7 +107,7 @@ def test_submit_shows_a_sass_line_per_kernel():
     from typer.testing import CliRunner
 
     from cli.app import app
-    from judge.report import Report
+    from judge.contract.report import Report
 
     src = str(SOLUTIONS_DIR / "vector_add" / "02_float4.cu")
     r = CliRunner().invoke(app, ["test", "vector_add", src, "--arch", "sm_90a", "--no-record", "--json"])

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judge import spec
-from judge.expr import ExprError, parse
-from judge.spec import ProblemError, load_problem
+from judge.problem import spec
+from judge.problem.expr import ExprError, parse
+from judge.problem.spec import ProblemError, load_problem
 
 REFERENCE_PY = '''\
 import torch

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.report import Report
+from judge.contract.report import Report
 from judge.store import MIGRATIONS, Store, StoreError
-from judge.verdict import Status
+from judge.contract.verdict import Status
 
 from conftest import ROOT
 
@@ -83,9 +83,9 @@ def test_a_path_that_cannot_be_a_database(tmp_path):
 
 WRITER = """
 import sys
-from judge.report import Report
+from judge.contract.report import Report
 from judge.store import Store
-from judge.verdict import Status
+from judge.contract.verdict import Status
 path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with Store(path) as s:
     for i in range(n):

@@ -1,9 +1,10 @@
 """`judge verify --table`: rows from timed reports, merging runs, and the README block."""
 from __future__ import annotations
 
-from judge import spec, table
-from judge.report import BaselineTiming, BenchResult, Environment, Report, Stats
-from judge.verdict import Status
+from judge.problem import spec
+from judge.practice import results_table as table
+from judge.contract.report import BaselineTiming, BenchResult, Environment, Report, Stats
+from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR
 

@@ -11,14 +11,14 @@ from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge watch`)
 from cli.app import app
-from judge import spec
-from judge import watch as watching
-from judge.events import CaseDone, Finished, Stage
-from judge.pipeline import Options
-from judge.report import Report
-from judge.report import TestCase as Case
-from judge.verdict import Status
-from judge.watch import ChangeDetector, Judged, ReferenceCache, WatchSession
+from judge.problem import spec
+from judge.practice import watch as watching
+from judge.contract.events import CaseDone, Finished, Stage
+from judge.engine.run import Options
+from judge.contract.report import Report
+from judge.contract.report import TestCase as Case
+from judge.contract.verdict import Status
+from judge.practice.watch import ChangeDetector, Judged, ReferenceCache, WatchSession
 
 from conftest import PROBLEMS_DIR
 
@@ -311,7 +311,7 @@ def test_cli_usage_errors(fake_session, src, args, text):
 # -- on a GPU (`pytest -m gpu`) -------------------------------------------------------------------
 
 def _gpu(f):
-    from judge import device
+    from judge.gpu import device
 
     return pytest.mark.gpu(pytest.mark.skipif(not device.gpus(), reason="needs an NVIDIA GPU")(f))
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
-from ..report import Report
+from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
+from judge.contract.report import Report
 
 NONCE = re.compile(r"[0-9a-f]{32}")
 EVENTS = {cls.__name__: cls for cls in (Stage, Built, CaseDone, Timing, BenchDone)}
@@ -122,12 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         print("container_entry: no nonce on stdin", file=sys.stderr)
         return 2
     try:
-        from ..bench import Policy
-        from ..pipeline import Options, evaluate
-        from ..spec import load_problem
+        from judge.engine.stats import Policy
+        from judge.engine.run import Options, evaluate
+        from judge.problem.spec import load_problem
 
-        if args.peaks:  # into this container's own cache, where judge.device looks
-            from ..build import cache_root
+        if args.peaks:  # into this container's own cache, where judge.gpu.device looks
+            from judge.build.nvcc import cache_root
 
             (cache_root() / "devices").mkdir(parents=True, exist_ok=True)
             for f in Path(args.peaks).glob("*.json"):

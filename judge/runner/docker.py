@@ -26,15 +26,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from ..build import cache_root
-from ..events import Event, Finished
-from ..report import Report
-from ..spec import Problem
-from ..verdict import Status
-from .container_entry import Reader
-from .docker_io import DockerUnavailable, Outcome, connect, run_container
+from judge import paths
+from judge.build.nvcc import cache_root
+from judge.contract.events import Event, Finished
+from judge.contract.report import Report
+from judge.problem.spec import Problem
+from judge.contract.verdict import Status
+from judge.runner.container_entry import Reader
+from judge.runner.docker_io import DockerUnavailable, Outcome, connect, run_container
 
-IMAGE = os.environ.get("JUDGE_DOCKER_IMAGE", "kernel-judge:latest")
+IMAGE = paths.docker_image()
 CODE_DST = "/opt/kernel-judge"  # the judge's own code, mounted read-only: both sides speak one protocol
 JOB_DST = "/job"  # the private copy of the problem folder and the solution
 PATH = "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -136,7 +137,7 @@ def host_env_mounts(code_root: Path) -> tuple[dict, list[str], dict]:
 
     extra = [p for p in add(sys.path) if not any(Path(p) == Path(d) or Path(d) in Path(p).parents
                                                   for d in ("/usr", sys.base_prefix, sys.prefix))]
-    env = {k: os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH", "JUDGE_CUDART") if os.environ.get(k)}
+    env = {k: os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH", paths.ENV_CUDART) if os.environ.get(k)}
     libs = add(os.environ.get("LD_LIBRARY_PATH", "").split(":"))
     if libs:
         env["LD_LIBRARY_PATH"] = ":".join(libs)
@@ -146,7 +147,7 @@ def host_env_mounts(code_root: Path) -> tuple[dict, list[str], dict]:
 def container_config(problem: Problem, job: Path, solution_name: str, mode: str, arch: str | None,
                      budget: float, dopts: DockerOptions, gpu: tuple[dict, dict]) -> dict:
     """The arguments of `containers.create()` for one judging run."""
-    code_root = Path(__file__).resolve().parents[2]
+    code_root = paths.CODE_ROOT
     volumes = {str(code_root / "judge"): {"bind": f"{CODE_DST}/judge", "mode": "ro"},
                str(job): {"bind": JOB_DST, "mode": "ro"}}
     pythonpath, python, passed = [CODE_DST], "python3", {}  # the image's own PATH finds its python3

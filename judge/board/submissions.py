@@ -1,0 +1,184 @@
+"""Leaderboards: which files a submissions folder holds, what the store already knows about them,
+and whose new result regressed. Ranking lives in `board_rank`, rendering in `board_render` and
+`board_html`, the parallel runner in `jobs`.
+
+A submissions folder holds one folder per participant:
+
+    SUBMISSIONS_DIR/<participant>/<problem>.cu
+    SUBMISSIONS_DIR/<participant>/<problem>/*.cu     (the last file by name counts, like
+                                                      reference_solutions/<problem>/)
+
+The repository's model answers take part as the participant `reference`.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+from judge.build import toolchain
+from judge.board.rank import Score, score
+from judge.contract.report import Environment, Report
+from judge.contract.verdict import Status
+
+REFERENCE = "reference"  # the participant name of the repository's model answers
+
+
+class LeaderboardError(Exception):
+    """A submissions folder that cannot be used at all (missing, a reserved participant name)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    participant: str
+    problem: str
+    path: Path
+    sha256: str  # "" when the file cannot be read
+    error: str | None = None  # a reason it cannot be judged (unknown problem, unreadable file, ...)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.participant, self.problem, self.sha256)
+
+    @property
+    def label(self) -> str:
+        return f"{self.participant}/{self.problem}"
+
+
+def _sha256(path: Path) -> tuple[str, str | None]:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest(), None
+    except OSError as e:
+        return "", f"cannot read {path}: {e.strerror or e}"
+
+
+def _submission(participant: str, problem: str, path: Path, known: set[str],
+                error: str | None = None) -> Submission:
+    sha, read_error = ("", None) if path.is_dir() else _sha256(path)
+    if error is None and problem not in known:
+        error = (f"unknown problem {problem!r}: name the file <problem>.cu after one of "
+                 f"{', '.join(sorted(known)) or '(no problems)'}")
+    return Submission(participant, problem, path, sha, error or read_error)
+
+
+def _visible(path: Path) -> bool:
+    return not path.name.startswith((".", "_"))
+
+
+def discover(root: Path, known_problems: Iterable[str]) -> list[Submission]:
+    """Every submission under `root`, sorted by participant then problem. A file that cannot be
+    judged (unknown problem, unreadable, an empty or ambiguous problem folder) is still returned,
+    with `error` set: it becomes a row with a status, never a stop."""
+    root = Path(root)
+    if not root.is_dir():
+        raise LeaderboardError(f"no submissions folder {root}")
+    known = set(known_problems)
+    out: list[Submission] = []
+    for person in sorted(p for p in root.iterdir() if p.is_dir() and _visible(p)):
+        if person.name == REFERENCE:
+            raise LeaderboardError(f"{person}: the participant name {REFERENCE!r} is reserved for the "
+                                   "repository's model answers; rename the folder")
+        files = {f.stem: f for f in toolchain.solutions_in(person) if _visible(f)}
+        folders = {d.name: d for d in person.iterdir() if d.is_dir() and _visible(d)}
+        for problem in sorted(set(files) | set(folders)):
+            if problem in files and problem in folders:
+                out.append(_submission(person.name, problem, files[problem], known,
+                                       f"ambiguous: both {problem}.cu and {problem}/ exist; keep one"))
+            elif problem in files:
+                out.append(_submission(person.name, problem, files[problem], known))
+            else:
+                cus = [f for f in toolchain.solutions_in(folders[problem]) if _visible(f)]
+                if cus:
+                    out.append(_submission(person.name, problem, cus[-1], known))
+                else:
+                    out.append(_submission(person.name, problem, folders[problem], known,
+                                           f"no .cu file in {folders[problem]}"))
+    return out
+
+
+def references(solutions_root: Path, problems: Iterable[str], known_problems: Iterable[str]) -> list[Submission]:
+    """The repository's fastest model answer (the last file by name) for each of `problems`."""
+    known = set(known_problems)
+    out = []
+    for problem in sorted(set(problems) & known):
+        cus = toolchain.solutions_in(Path(solutions_root, problem))
+        if cus:
+            out.append(_submission(REFERENCE, problem, cus[-1], known))
+    return out
+
+
+def error_report(sub: Submission, status: Status, message: str, gpu_kind: str | None = None) -> Report:
+    """A report for a submission the judge never ran (or whose judging process failed)."""
+    return Report(problem=sub.problem, solution=str(sub.path), source_sha256=sub.sha256, mode="submit",
+                  status=status, message=message, environment=Environment(gpu=gpu_kind),
+                  started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One leaderboard result from the store."""
+    id: int
+    participant: str
+    gpu_kind: str
+    report: Report
+
+
+def rows(store, problem: str | None = None, gpu_kind: str | None = None) -> list[Row]:
+    """Every leaderboard result (participant set, mode submit), oldest first."""
+    sql = ("SELECT id, participant, COALESCE(gpu_kind, gpu, '?'), report_json FROM results "
+           "WHERE participant IS NOT NULL AND mode = 'submit'")
+    args: list = []
+    if problem is not None:
+        sql, args = sql + " AND problem = ?", args + [problem]
+    if gpu_kind is not None:
+        sql, args = sql + " AND COALESCE(gpu_kind, gpu, '?') = ?", args + [gpu_kind]
+    return [Row(i, p, k, Report.model_validate_json(j)) for i, p, k, j in store.db.execute(sql + " ORDER BY id", args)]
+
+
+def latest(all_rows: Iterable[Row], timed_only: bool = False) -> dict[tuple[str, str, str], Row]:
+    """The newest row per (gpu_kind, problem, participant); with `timed_only`, the newest ACCEPTED
+    row with a speedup interval (what a regression is measured against)."""
+    out: dict[tuple[str, str, str], Row] = {}
+    for r in all_rows:
+        if timed_only and score(r.report) is None:
+            continue
+        key = (r.gpu_kind, r.report.problem, r.participant)
+        if key not in out or r.id > out[key].id:
+            out[key] = r
+    return out
+
+
+def judged(all_rows: Iterable[Row], gpu_kind: str) -> set[tuple[str, str, str]]:
+    """(participant, problem, sha256) already judged on this GPU kind. INTERNAL_ERROR rows (the
+    judge's fault) do not count: those files are judged again."""
+    return {(r.participant, r.report.problem, r.report.source_sha256) for r in all_rows
+            if r.gpu_kind == gpu_kind and r.report.status is not Status.INTERNAL_ERROR}
+
+
+@dataclass(frozen=True)
+class Regression:
+    participant: str
+    problem: str
+    gpu_kind: str
+    before: Score
+    after: Score
+
+
+REGRESSION_FLOOR = 0.02  # the same kernel judged twice: medians within 1% (DESIGN §6), the speedup's two runs 2%
+
+
+def regression(participant: str, problem: str, gpu_kind: str, previous: Report | None,
+               new: Report, floor: float = REGRESSION_FLOOR) -> Regression | None:
+    """The new result is slower than the previous one: both timed and ACCEPTED, the new speedup
+    interval lies wholly below the previous one (overlapping intervals are noise, not a regression),
+    and the speedup fell by more than `floor` (the judge's run-to-run repeatability)."""
+    if previous is None:
+        return None
+    before, after = score(previous), score(new)
+    if before is None or after is None or after.high >= before.low or after.point >= before.point * (1 - floor):
+        return None
+    return Regression(participant, problem, gpu_kind, before, after)

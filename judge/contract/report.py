@@ -1,0 +1,145 @@
+"""The report of one evaluation: typed, JSON round-trippable (`Report.model_validate_json`)."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from judge.contract.verdict import Status
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")  # NaN evidence round-trips
+
+
+class Mismatch(_M):
+    index: list[int]
+    got: float
+    expected: float
+
+
+class CheckResult(_M):
+    check: str
+    output: str
+    passed: bool
+    numel: int
+    n_bad: int
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    nan_count: int = 0
+    inf_count: int = 0
+    mismatches: list[Mismatch] = []
+    message: str | None = None
+
+
+class TestCase(_M):
+    workload: str
+    passed: bool
+    checks: list[CheckResult] = []
+    error: str | None = None
+    hidden: bool = False
+
+
+class KernelInfo(_M):
+    kernel: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    sass: dict[str, int] = {}  # SASS opcode → static count (judge/build/sass.py); empty without cuobjdump
+
+
+class BuildInfo(_M):
+    ok: bool
+    cached: bool
+    seconds: float
+    command: str
+    arch: str
+    kernels: list[KernelInfo] = []
+    log_tail: str = ""
+
+
+class Stats(_M):
+    median_ms: float
+    ci_low_ms: float
+    ci_high_ms: float
+    min_ms: float
+    samples: int
+    warmup_calls: int
+    stop_reason: str  # "noise" | "budget" | "max_samples"
+
+    @property
+    def ci_halfwidth_rel(self) -> float:
+        return (self.ci_high_ms - self.ci_low_ms) / 2 / self.median_ms if self.median_ms else 0.0
+
+
+class Telemetry(_M):
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    throttle_reasons: list[str] = []
+
+
+class BaselineTiming(_M):
+    name: str
+    before: Stats
+    after: Stats
+    median_ms: float  # the mean of the two medians
+    drift: float  # |after - before| / before
+    drift_flagged: bool
+    speedup: float  # baseline median / candidate median
+
+
+class BenchResult(_M):
+    workload: str
+    stats: Stats
+    flops: float
+    bytes: float
+    tflops: float
+    gbps: float
+    floor_ms: float
+    roofline_pct: float
+    baselines: list[BaselineTiming] = []
+    rechecked_slots: int = 0
+    telemetry_before: Telemetry | None = None
+    telemetry_after: Telemetry | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        return self.baselines[0].speedup if self.baselines else None
+
+
+class Environment(_M):
+    gpu: str | None = None
+    gpu_uuid: str | None = None
+    driver: str | None = None
+    cuda_runtime: str | None = None
+    nvcc: str | None = None
+    torch: str | None = None
+    judge: str | None = None
+    arch: str | None = None
+    flags: str | None = None
+    peak_copy_gbps: float | None = None
+    peak_tflops: float | None = None
+    peak_unit: str | None = None
+
+
+class Report(_M):
+    problem: str
+    solution: str
+    source_sha256: str
+    mode: str  # "submit" | "test"
+    status: Status
+    message: str = ""
+    build: BuildInfo | None = None
+    tests: list[TestCase] = []
+    benchmarks: list[BenchResult] = []
+    geomean_speedup: float | None = None
+    baseline_name: str | None = None
+    environment: Environment = Environment()
+    started_at: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.exit_code

@@ -1,0 +1,181 @@
+"""Output completeness and input integrity (DESIGN.md §5 "runtime defences").
+
+Poison patterns. Before every call an output is filled with a pattern chosen per call: a NaN
+with a random, non-canonical payload for floating-point outputs (no arithmetic produces it, and
+a correct output holds no NaN), or a value within 2^16 of INT32_MIN for int32 outputs (no
+problem's correct output comes near it). Any element left unwritten fails the output check.
+
+Completeness kernel. Right after the end event of a call, before any device-wide
+synchronisation, the worker enqueues `judge_count16/32`: it counts the output words still equal
+to the pattern and adds the count to a buffer the parent owns. Work that solve() pushed to a
+non-blocking stream has not finished when it runs: the count is not zero, and the parent
+REJECTS. It runs on the worker's own *blocking* stream of the highest priority: a blocking
+stream is ordered with the legacy default stream both ways (the count starts after the end
+event, the next call's poison after the count), and the priority puts its blocks ahead of the
+blocks still pending of a big kernel on another stream, so that the count does not wait behind
+the very work it must catch. (A persistent side kernel that holds every SM still delays it;
+the roofline floor in the pipeline catches the time such a call reports.) The kernels are
+judge code (`integrity_kernels.cu`), compiled to PTX once (`integrity_kernels.ptx`) and loaded
+with the driver API in the worker (`Kernels`), which never imports torch.
+
+Input checksums. The parent keeps a checksum of every input before a call (or a batch) and
+compares after it: a submission that zeroes, scribbles on or uses its inputs as scratch is
+REJECTED. The checksum is two int64 sums over the tensor's integer view (all words, and every
+third word from the second): exact, cheap (one read), and any change short of a sum-preserving
+permutation shows.
+"""
+from __future__ import annotations
+
+import ctypes
+import random
+from pathlib import Path
+
+# dtype → (bytes per pattern word, pattern kind)
+WIDTH = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4}
+_CANONICAL = {"float32": (0x400000, 0x7FFFFF), "float16": (0x200, 0x3FF), "bfloat16": (0x40, 0x7F)}
+_FLOAT = {"float32": (31, 0x7F800000, 0x7FFFFF), "float16": (15, 0x7C00, 0x3FF), "bfloat16": (15, 0x7F80, 0x7F)}
+
+
+def poison_word(dtype: str, rng: random.Random | None = None) -> int | None:
+    """A fresh poison pattern (unsigned, WIDTH[dtype] bytes) for an output of `dtype`, or None
+    when the dtype has no pattern (then the output is poisoned with a byte, and not counted)."""
+    rng = rng or random.SystemRandom()
+    if dtype in _FLOAT:
+        sign_bit, exponent, mask = _FLOAT[dtype]
+        while True:
+            payload = rng.randint(1, mask)
+            if payload not in _CANONICAL[dtype]:
+                return (rng.getrandbits(1) << sign_bit) | exponent | payload
+    if dtype in ("int32", "uint32"):
+        return 0x80000000 | rng.getrandbits(16)
+    return None
+
+
+def words(nbytes: int, width: int) -> int:
+    return nbytes // width
+
+
+# The kernels' PTX, generated from integrity_kernels.cu beside this file (its header says how;
+# tests/test_exploits.py checks that the two still agree).
+PTX = (Path(__file__).with_name("integrity_kernels.ptx")).read_text()
+
+_BLOCK = 256
+_MAX_BLOCKS = 2048
+
+
+class Kernels:
+    """The worker's fill and count kernels, on the legacy default stream (driver API, no torch).
+
+    The runtime has made the device's primary context current (cudaSetDevice + cudaFree(0)), so
+    the module loads into the same context as the submission and the events."""
+
+    def __init__(self):
+        from judge.gpu.cudart import CudaError
+
+        self._err = CudaError
+        self.lib = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
+        for name in ("cuInit", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel",
+                     "cuGetErrorName"):
+            getattr(self.lib, name).restype = ctypes.c_int
+        vp = ctypes.c_void_p
+        self.lib.cuLaunchKernel.argtypes = [vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
+                                            ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, vp,
+                                            ctypes.POINTER(vp), ctypes.POINTER(vp)]
+        self._check(self.lib.cuInit(0), "cuInit")
+        self.module = vp()
+        self._image = ctypes.create_string_buffer(PTX.encode())
+        self._check(self.lib.cuModuleLoadData(ctypes.byref(self.module), self._image),
+                    "loading the judge's completeness kernels")
+        self.fn = {}
+        for name in ("judge_fill16", "judge_fill32", "judge_count16", "judge_count32"):
+            f = vp()
+            self._check(self.lib.cuModuleGetFunction(ctypes.byref(f), self.module, name.encode()), name)
+            self.fn[name] = f
+        self.stream = self._count_stream()
+
+    def _count_stream(self) -> int:
+        """A blocking stream (ordered with the legacy default stream) of the highest priority."""
+        from judge.gpu.cudart import check, load
+
+        rt = load()
+        least, greatest = ctypes.c_int(), ctypes.c_int()
+        check(rt.cudaDeviceGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)),
+              "cudaDeviceGetStreamPriorityRange")
+        s = ctypes.c_void_p()
+        check(rt.cudaStreamCreateWithPriority(ctypes.byref(s), ctypes.c_uint(0), greatest),
+              "cudaStreamCreateWithPriority")
+        return s.value or 0
+
+    def _check(self, code: int, where: str) -> None:
+        if code != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(code, ctypes.byref(name))
+            text = (name.value or b"CUDA_ERROR").decode()
+            raise self._err(code, text, f"driver error {code}", where)
+
+    def _launch(self, name: str, n: int, args: list, stream: int | None = None) -> None:
+        if n <= 0:
+            return
+        blocks = max(1, min(_MAX_BLOCKS, (n + _BLOCK - 1) // _BLOCK))
+        params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])  # args outlive the call
+        self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, _BLOCK, 1, 1, 0, stream, params, None),
+                    name)
+
+    def fill(self, ptr: int, nbytes: int, width: int, word: int) -> None:
+        """Fill `nbytes` at `ptr` with the pattern (a trailing partial word is left to the caller)."""
+        n = words(nbytes, width)
+        value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
+        self._launch(f"judge_fill{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n)])
+
+    def count(self, ptr: int, nbytes: int, width: int, word: int, counter: int, stream: int | None) -> None:
+        """Add to the u64 at `counter` how many words at `ptr` still hold the pattern."""
+        n = words(nbytes, width)
+        value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
+        self._launch(f"judge_count{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
+                                                   ctypes.c_void_p(counter)], stream)
+
+
+# -- parent side (torch) ---------------------------------------------------------------------------
+def _int_view(t):
+    import torch
+
+    flat = t.reshape(-1).view(torch.uint8)
+    for dt, size in ((torch.int32, 4), (torch.int16, 2)):
+        if flat.numel() % size == 0:
+            return flat.view(dt)
+    return flat
+
+
+def checksum(t) -> tuple[int, int]:
+    """Two exact sums over the tensor's integer view (see the module's docstring)."""
+    import torch
+
+    if t.numel() == 0:
+        return (0, 0)
+    v = _int_view(t)
+    return (int(v.sum(dtype=torch.int64)), int(v[1::3].sum(dtype=torch.int64)) if v.numel() > 1 else 0)
+
+
+def checksums(tensors: dict) -> dict[str, tuple[int, int]]:
+    return {name: checksum(t) for name, t in tensors.items()}
+
+
+def changed(tensors: dict, before: dict[str, tuple[int, int]]) -> list[str]:
+    """Names of the tensors whose checksum differs from `before`."""
+    return [name for name, c in before.items() if checksum(tensors[name]) != c]
+
+
+def fill_tensor(t, dtype: str, word: int) -> None:
+    """The parent's poison: the pattern in every word (a trailing byte, if any, gets 0xFF)."""
+    import torch
+
+    if t.numel() == 0:
+        return
+    width = WIDTH[dtype]
+    flat = t.reshape(-1).view(torch.uint8)
+    n = flat.numel() // width
+    signed = word - (1 << (8 * width)) if word >= 1 << (8 * width - 1) else word
+    if n:
+        flat[: n * width].view(torch.int16 if width == 2 else torch.int32).fill_(signed)
+    if flat.numel() > n * width:
+        flat[n * width:].fill_(0xFF)

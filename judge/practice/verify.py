@@ -1,0 +1,95 @@
+"""A problem folder tests itself: every reference solution must be ACCEPTED, every `wrong/*.cu`
+must get the status its first line declares (`// expected: WRONG_ANSWER — tail not handled`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
+
+from judge.build import toolchain
+from judge import paths
+from judge.engine.stats import Policy
+from judge.problem.spec import Problem
+from judge.contract.verdict import Status
+
+if TYPE_CHECKING:
+    from judge.contract.report import Report
+
+_EXPECTED = re.compile(r"^//\s*expected:\s*([A-Z_]+)\s*(?:[—-]+\s*(.*))?$")
+
+
+@dataclass(frozen=True)
+class Control:
+    problem: Problem
+    path: Path
+    expected: Status
+    reason: str
+    kind: str  # "reference" | "wrong"
+
+
+class ControlError(ValueError):
+    pass
+
+
+def expected_status(path: Path) -> tuple[Status, str]:
+    """The status a known-wrong control declares on its first line."""
+    first = path.read_text(errors="replace").splitlines()[:1]
+    m = _EXPECTED.match(first[0].strip()) if first else None
+    if not m or m.group(1) not in Status.__members__:
+        raise ControlError(f"{path}: the first line must be `// expected: STATUS` "
+                           f"(one of {', '.join(s.value for s in Status if s is not Status.ACCEPTED)})")
+    return Status[m.group(1)], (m.group(2) or "").strip()
+
+
+def reference_dir(problem: Problem) -> Path:
+    return paths.solutions_dir(problem.root)
+
+
+def controls(problem: Problem) -> list[Control]:
+    out = [Control(problem, p, Status.ACCEPTED, "reference solution", "reference")
+           for p in toolchain.solutions_in(reference_dir(problem))]
+    for p in toolchain.solutions_in(problem.wrong_dir):
+        status, reason = expected_status(p)
+        out.append(Control(problem, p, status, reason, "wrong"))
+    return out
+
+
+@dataclass
+class Checked:
+    control: Control
+    report: Report
+
+    @property
+    def ok(self) -> bool:
+        return self.report.status == self.control.expected
+
+
+def verify(problems: list[Problem], device_index: int = 0, arch: str | None = None,
+           on_build: Callable[[int, int, str], None] | None = None,
+           time_references: Policy | None = None,
+           on_start: Callable[[Control, int, int], None] | None = None) -> Iterator[Checked]:
+    """Build every control through one ninja run, then judge each: correctness only, or with
+    `time_references` the reference solutions are also timed against the baseline (submit)."""
+    from judge.build import nvcc as build
+    from judge.gpu import device
+    from judge.build import toolchain
+    from judge.engine.run import Options, evaluate
+    from judge.contract.events import Finished
+
+    gpu = next((g for g in device.gpus() if g.index == device_index), None)
+    arch = arch or (build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a")
+    ctrls = [c for p in problems for c in controls(p)]
+    results = toolchain.prepare_many([(c.problem, c.path) for c in ctrls], arch, on_progress=on_build)
+    for i, (c, r) in enumerate(zip(ctrls, results)):
+        if on_start:
+            on_start(c, i, len(ctrls))
+        timed = time_references is not None and c.kind == "reference"
+        opts = Options(mode="submit" if timed else "test", device=device_index, arch=arch, prepared=r)
+        if timed:
+            opts.policy = time_references
+            opts.baseline_policy = time_references.for_baseline()
+        for ev in evaluate(c.problem, c.path, opts):
+            if isinstance(ev, Finished):
+                yield Checked(c, ev.report)

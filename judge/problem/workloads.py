@@ -1,0 +1,102 @@
+"""Seeded inputs for a workload, drawn straight into device buffers, and the reference call.
+
+Seeds mix the run's secret with the spec's public seed, the phase, the workload and the
+tensor name, so every run, case and timed slot gets fresh inputs nobody can predict, while a
+run can be replayed from its secret. Nothing here ever reaches the worker but buffer handles.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import torch
+
+from judge.problem.spec import InputSpec, Problem, Workload
+
+POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]
+
+
+def derive_seed(*parts: object) -> int:
+    h = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
+
+
+def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
+               low: float | None = None, high: float | None = None) -> None:
+    """Draw `out` in place: randn * scale, U[low, high) * scale, or randint[low, high).
+    `low`/`high` are the evaluated bounds (default: the spec's, when they are numbers)."""
+    low = float(spec.low) if low is None else low  # type: ignore[arg-type]
+    high = float(spec.high) if high is None else high  # type: ignore[arg-type]
+    g = torch.Generator(device=out.device).manual_seed(seed)
+    if spec.init == "randint":
+        out.copy_(torch.randint(int(low), int(high), out.shape, generator=g,
+                                device=out.device, dtype=torch.int64))
+        return
+    x = torch.empty(out.shape, dtype=torch.float32, device=out.device)
+    if spec.init == "randn":
+        x.normal_(generator=g).mul_(scale)
+    else:
+        x.uniform_(low, high, generator=g).mul_(scale)
+    out.copy_(x)
+
+
+def fill_inputs(problem: Problem, workload: Workload, tensors: dict[str, torch.Tensor],
+                secret: int, phase: str) -> None:
+    for p in problem.tensors:
+        if p.ctype.is_output:
+            continue
+        spec = problem.spec.inputs.get(p.name, InputSpec())
+        scale = float(problem.scales[p.name](workload)) if p.name in problem.scales else 1.0
+        seed = derive_seed(secret, problem.spec.seed, phase, sorted(workload.items()), p.name)
+        lo, hi = problem.bounds[p.name] if p.name in problem.bounds else (None, None)
+        fill_input(tensors[p.name], spec, scale, seed, None if lo is None else float(lo(workload)),
+                   None if hi is None else float(hi(workload)))
+
+
+def poison(t: torch.Tensor, byte: int) -> None:
+    """Fill with a byte pattern whose value is |x| >= 2 or NaN: an unwritten element shows."""
+    if t.numel():
+        t.view(torch.uint8).fill_(byte)
+
+
+def load_function(problem: Problem, ref: str) -> Callable:
+    path, func = problem.impl_path(ref)
+    return getattr(_module(path), func)
+
+
+_MODULES: dict[Path, ModuleType] = {}
+
+
+def _module(path: Path) -> ModuleType:
+    path = path.resolve()
+    if path not in _MODULES:
+        spec = importlib.util.spec_from_file_location(f"judge_problem_{path.parent.name}", path)
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        _MODULES[path] = module
+    return _MODULES[path]
+
+
+def reference_outputs(problem: Problem, workload: Workload,
+                      tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Run the problem's reference on the inputs; a single returned tensor is the only output."""
+    fn = load_function(problem, problem.spec.reference)
+    args = {p.name: tensors[p.name] for p in problem.tensors if not p.ctype.is_output}
+    args.update({p.name: workload[p.name] for p in problem.scalars})
+    with torch.no_grad():
+        out = fn(**args)
+    return as_outputs(problem, out)
+
+
+def as_outputs(problem: Problem, out) -> dict[str, torch.Tensor]:
+    names = [p.name for p in problem.outputs]
+    if isinstance(out, torch.Tensor):
+        if len(names) != 1:
+            raise TypeError(f"returned one tensor for {len(names)} outputs ({', '.join(names)})")
+        return {names[0]: out}
+    if isinstance(out, dict) and set(out) == set(names):
+        return out
+    raise TypeError(f"must return a tensor or a dict with keys {names}, got {type(out).__name__}")

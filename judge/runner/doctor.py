@@ -1,0 +1,65 @@
+"""What this machine has for judging, what is missing, and how to fix it."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from dataclasses import dataclass
+
+from judge.gpu import device
+from judge.build import toolkit
+
+
+@dataclass
+class Finding:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True  # for `submit` on this machine
+
+
+def diagnose() -> list[Finding]:
+    out = []
+    gpus = device.gpus()
+    if gpus:
+        g = gpus[0]
+        out.append(Finding("GPU", True, f"{len(gpus)} × {g.name} (sm_{g.major}{g.minor}, "
+                           f"{g.memory_bytes / 2**30:.0f} GiB)"))
+        out.append(Finding("driver", True, g.driver))
+    else:
+        out.append(Finding("GPU", False, "NVML sees no NVIDIA GPU",
+                           "judge on a machine with an NVIDIA GPU and driver; building still works here"))
+    version = toolkit.nvcc_version()
+    out.append(Finding("nvcc", bool(version), f"{version} at {toolkit.nvcc_path()}" if version else "not found",
+                       "" if version else "install the CUDA toolkit (12.4+) or set CUDA_HOME"))
+    out.append(Finding("cudart", bool(toolkit.cudart_dir()), toolkit.cudart_dir() or "libcudart.so not found",
+                       "" if toolkit.cudart_dir() else "install the CUDA toolkit's runtime library"))
+    torch_spec = importlib.util.find_spec("torch")
+    if torch_spec is None:
+        out.append(Finding("torch", False, "not installed", "pip install torch"))
+    else:
+        import torch
+
+        cuda = torch.version.cuda
+        out.append(Finding("torch", cuda is not None or not gpus,
+                           f"{torch.__version__} ({'CUDA ' + cuda if cuda else 'CPU-only build'})",
+                           "" if cuda or not gpus else "install a CUDA build of torch to judge on this GPU"))
+    ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
+    out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
+    out.append(_docker())
+    return out
+
+
+def _docker() -> Finding:
+    if importlib.util.find_spec("docker") is None:
+        return Finding("docker", False, "the docker Python SDK is not installed", "pip install docker", False)
+    try:
+        import docker
+
+        client = docker.from_env(timeout=5)
+        version = client.version().get("Version", "?")
+        return Finding("docker", True, f"engine {version}", required=False)
+    except Exception as e:  # noqa: BLE001 — any failure means "no engine reachable"
+        return Finding("docker", False, f"no engine reachable ({type(e).__name__})",
+                       "start dockerd (only needed for --runner docker)", False)

@@ -1,0 +1,232 @@
+"""The worker: the only process that runs submitted (or baseline) code.
+
+    python -m judge.worker.main RESULT_FD NONCE [--torch]
+
+It reads one JSON command per line on stdin and answers one JSON line, tagged with the run's
+nonce, on RESULT_FD; its own stdout/stderr go to a capped log the parent reads. It holds no
+reference outputs and no seeds: only the buffers the parent shares with it through CUDA IPC.
+A candidate worker never imports torch (start-up stays well under a second); a baseline worker
+imports torch and the problem's reference.py.
+
+Commands: init, map, unmap, call, prepare, time_batch, exit. Any CUDA error is answered with its runtime name
+and text, then the worker exits: after a sticky error its context is unusable.
+
+Everything it answers is a claim: native code in this process can rewrite it. The parent decides
+from what it checks itself (outputs, input checksums, its wall clock); the completeness counts
+are written into a buffer the parent owns (judge/gpu/integrity.py).
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import random
+import signal
+import sys
+import time
+
+from judge.gpu.cudart import CudaError, Runtime
+from judge.gpu.integrity import WIDTH, Kernels, poison_word
+
+POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]  # |value| >= 2 or NaN in f32/f16/bf16
+FLUSH_MIN_BYTES = 64 << 20
+MAX_EVENTS = 1000
+
+
+class Worker:
+    def __init__(self, out, nonce: str):
+        self.out, self.nonce = out, nonce
+        self.rt = Runtime()
+        self.flush_bytes = max(2 * self.rt.l2_bytes(), FLUSH_MIN_BYTES)
+        self.flush_ptr = self.rt.malloc(self.flush_bytes)
+        self.buffers: dict[str, int] = {}
+        self.tensors: dict[str, object] = {}
+        self.call_target = None
+        self.torch_mode = False
+        self.events: list[tuple[int, int]] = []
+        self.kernels = Kernels()  # judge-owned fill and completeness-count kernels
+        self.counter = 0  # the parent's u64 counts buffer (one per timed call), 0: not counted
+        self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
+
+    def send(self, **msg) -> None:
+        msg["nonce"] = self.nonce
+        self.out.write(json.dumps(msg) + "\n")
+        self.out.flush()
+
+    # -- commands ---------------------------------------------------------------------------
+    def init(self, params: list[dict], lib: str | None = None, baseline: dict | None = None) -> dict:
+        self.params = params
+        if lib:
+            so = ctypes.CDLL(lib, mode=ctypes.RTLD_LOCAL)
+            fn = so.solve
+            fn.restype = None
+            fn.argtypes = [ctypes.c_void_p if p["kind"] == "tensor" else
+                           ctypes.c_int if p["kind"] == "int" else ctypes.c_float for p in params]
+            self.call_target = lambda args: fn(*args)
+        else:
+            assert baseline is not None
+            import torch  # noqa: F401  (baseline workers only)
+
+            self.torch_mode = True
+
+            spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            func = getattr(module, baseline["func"])
+            names = [p["name"] for p in params]
+            self.call_target = lambda args: func(**dict(zip(names, args)))
+        return {}
+
+    def map(self, buffers: list[dict]) -> dict:
+        for b in buffers:
+            ptr = self.rt.ipc_open(bytes.fromhex(b["handle"]))
+            self.buffers[b["id"]] = ptr
+            if self.torch_mode:
+                from judge.gpu.devmem import tensor_at
+
+                self.tensors[b["id"]] = tensor_at(ptr, b["nbytes"], b["dtype"], b["shape"])
+        return {}
+
+    def unmap(self) -> dict:
+        self.tensors.clear()
+        for ptr in self.buffers.values():
+            self.rt.ipc_close(ptr)
+        self.buffers.clear()
+        return {}
+
+    def _args(self, args: list) -> list:
+        out = []
+        for a in args:
+            if "buf" in a:
+                out.append(self.tensors[a["buf"]] if self.torch_mode else self.buffers[a["buf"]])
+            else:
+                out.append(a["int"] if "int" in a else a["float"])
+        return out
+
+    def call(self, args: list, outputs: list[dict] | None = None, counter: str | None = None) -> dict:
+        """One call of solve(). With `counter`, the outputs (poisoned by the parent with `word`)
+        are counted right after solve() returns, on the same stream, before synchronising."""
+        self.rt.synchronize("before the call")
+        self.call_target(self._args(args))  # type: ignore[misc]
+        self.rt.last_error("launching solve()")
+        if counter:
+            self._count([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
+                        self.buffers[counter])
+        self.rt.synchronize("solve() on the device")
+        return {}
+
+    def _count(self, outputs: list[tuple], counter: int) -> None:
+        try:
+            for ptr, nbytes, dtype, word in outputs:
+                if word is not None:
+                    self.kernels.count(ptr, nbytes, WIDTH[dtype], word, counter, self.kernels.stream)
+        except CudaError:  # most likely solve()'s own error, sticky: report it as the runtime words it
+            self.rt.synchronize("solve() on the device")
+            raise
+
+    def _poison(self, ptr: int, nbytes: int, dtype: str) -> int | None:
+        word = poison_word(dtype)
+        if word is None:
+            self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)
+        else:
+            self.kernels.fill(ptr, nbytes, WIDTH[dtype], word)
+        return word
+
+    def _clear_persisting_l2(self) -> None:
+        """Persisting lines survive a plain flush: reset them, and the stream's access policy window
+        (best effort: the call's error, if any, is cleared so that it is not taken for solve()'s)."""
+        self.rt.reset_persisting_l2()
+        if self.rt.lib.cudaStreamSetAttribute(None, 1, self._no_window) != 0:  # AccessPolicyWindow
+            self.rt.lib.cudaGetLastError()
+
+    def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None) -> dict:
+        """Set the timed calls: one argument list per slot, and the outputs to poison per slot;
+        with `counter`, each timed call's completeness count goes to its u64 there."""
+        self.slots = [self._args(a) for a in slots]
+        self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"], o.get("dtype", "uint8")) for o in outs]
+                             for outs in outputs]
+        self.counter = self.buffers[counter] if counter else 0
+        self.next_slot = 0
+        while len(self.events) < MAX_EVENTS:
+            self.events.append((self.rt.event(), self.rt.event()))
+        return {}
+
+    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False) -> dict:
+        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs.
+
+        With `rest` > 0 the GPU idles `rest` × the busy time, after each call (`per_call`, for
+        long calls) or after the batch (short calls run back to back within it), so a heavy
+        kernel's average power stays under the board's cap and the clocks do not sag while it is
+        timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
+        """
+        k = max(1, min(k, MAX_EVENTS))
+        for i in range(k):
+            s = self.next_slot % len(self.slots)
+            self.next_slot += 1
+            words = [self._poison(ptr, nbytes, dtype)  # poison first, then flush: the poison's
+                     for ptr, nbytes, dtype in self.slot_outputs[s]]  # lines leave L2
+            self._clear_persisting_l2()
+            self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
+            start, end = self.events[i]
+            self.rt.record(start)
+            self.call_target(self.slots[s])  # type: ignore[misc]
+            self.rt.record(end)
+            self.rt.last_error("launching solve()")
+            if self.counter:  # same stream, right after the end event, before any synchronisation
+                self._count([(ptr, nbytes, dtype, w) for (ptr, nbytes, dtype), w in zip(self.slot_outputs[s], words)],
+                            self.counter + 8 * i)
+            if rest > 0 and per_call:
+                self.rt.event_synchronize(end)
+                time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
+        self.rt.last_error("launching solve()")
+        self.rt.synchronize("solve() on the device")
+        times = [self.rt.elapsed_ms(*self.events[i]) for i in range(k)]
+        if rest > 0 and not per_call:
+            time.sleep(sum(times) * rest / 1000)
+        return {"times_ms": times, "calls": self.next_slot}
+
+
+def main() -> None:
+    # Python ignores SIGXFSZ; restored, output past the log's cap (RLIMIT_FSIZE) kills the worker
+    # instead of being dropped while the flood goes on.
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    fd, nonce = int(sys.argv[1]), sys.argv[2]
+    out = os.fdopen(fd, "w")
+    try:
+        if "--torch" in sys.argv[3:]:  # a baseline worker: pay torch's start-up while others work
+            import torch
+
+            torch.zeros(1, device="cuda")
+        worker = Worker(out, nonce)
+    except (CudaError, OSError) as e:
+        _send_error(out, nonce, e)
+        return
+    worker.send(ok=True, ready=True, pid=os.getpid())
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd.pop("op")
+        if op == "exit":
+            break
+        try:
+            result = getattr(worker, op)(**cmd)
+        except CudaError as e:
+            _send_error(out, nonce, e)
+            return
+        except Exception as e:  # noqa: BLE001 — reported to the parent as the worker's failure
+            worker.send(ok=False, error={"kind": "python", "name": type(e).__name__, "text": str(e)})
+            return
+        worker.send(ok=True, **result)
+
+
+def _send_error(out, nonce: str, e: BaseException) -> None:
+    if isinstance(e, CudaError):
+        err = {"kind": "cuda", "name": e.name, "text": e.text, "where": e.where}
+    else:
+        err = {"kind": "os", "name": type(e).__name__, "text": str(e)}
+    out.write(json.dumps({"nonce": nonce, "ok": False, "error": err}) + "\n")
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
