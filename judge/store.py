@@ -6,7 +6,6 @@ Schema changes are a list of migrations; `PRAGMA user_version` says how many hav
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path

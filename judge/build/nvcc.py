@@ -16,10 +16,10 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from judge import paths
 from judge.build import toolkit

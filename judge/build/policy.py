@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,7 +143,7 @@ LIBRARIES = {"cublas": re.compile(r"cublas\w*"), "cublasLt": re.compile(r"cublas
              "cudnn": re.compile(r"cudnn\w*"), "nccl": re.compile(r"nccl\w*")}
 
 
-def check_symbols(undefined: list[str], allow: list[str] = ()) -> list[Violation]:
+def check_symbols(undefined: list[str], allow: Sequence[str] = ()) -> list[Violation]:
     opened = [LIBRARIES[a] for a in allow if a in LIBRARIES]
     out = []
     for sym in undefined:
@@ -174,7 +175,7 @@ def check_source(source: str, name: str) -> None:
         raise PolicyError(violations)
 
 
-def check_build(host_ii: Path | None, lib: Path, name: str, allow: list[str] = ()) -> None:
+def check_build(host_ii: Path | None, lib: Path, name: str, allow: Sequence[str] = ()) -> None:
     """After building: raise PolicyError for host-side assembly or a refused symbol."""
     if host_ii is None:
         raise OSError("nvcc's host pass failed, so host code cannot be checked")

@@ -5,7 +5,7 @@ import os
 import re
 import shutil
 import subprocess
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 
@@ -31,7 +31,7 @@ def cuda_home() -> str | None:
     return str(guess) if (guess / "include" / "cuda_runtime.h").exists() else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def nvcc_version() -> str | None:
     """`13.0.88` or None when nvcc is missing or broken."""
     nvcc = nvcc_path()

@@ -26,7 +26,7 @@ class GpuInfo:
     memory_bytes: int
 
 
-def _nvml():
+def nvml():
     try:
         import pynvml
     except ImportError:
@@ -40,7 +40,7 @@ def _nvml():
 
 def gpus() -> list[GpuInfo]:
     """Every NVIDIA GPU NVML sees; [] when there is no driver or no device."""
-    nv = _nvml()
+    nv = nvml()
     if nv is None:
         return []
     out = []
@@ -88,7 +88,7 @@ def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-_REASONS = {
+THROTTLE_REASONS = {
     "GpuIdle": 0x1, "ApplicationsClocksSetting": 0x2, "SwPowerCap": 0x4, "HwSlowdown": 0x8,
     "SyncBoost": 0x10, "SwThermalSlowdown": 0x20, "HwThermalSlowdown": 0x40,
     "HwPowerBrakeSlowdown": 0x80, "DisplayClockSetting": 0x100,
@@ -97,7 +97,7 @@ _REASONS = {
 
 def telemetry(index: int = 0) -> Telemetry:
     """Clocks, temperature, power and active clock-event (throttle) reasons, now."""
-    nv = _nvml()
+    nv = nvml()
     if nv is None:
         return Telemetry()
     t = Telemetry()
@@ -110,7 +110,7 @@ def telemetry(index: int = 0) -> Telemetry:
         get = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             nv.nvmlDeviceGetCurrentClocksThrottleReasons
         mask = get(h)
-        t.throttle_reasons = [name for name, bit in _REASONS.items() if mask & bit]
+        t.throttle_reasons = [name for name, bit in THROTTLE_REASONS.items() if mask & bit]
     except Exception:  # noqa: BLE001 — telemetry is best effort; missing fields stay None
         pass
     return t

@@ -25,8 +25,9 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Set as AbstractSet
 
-from judge.gpu.device import _REASONS, _nvml
+from judge.gpu.device import THROTTLE_REASONS, nvml
 from judge.sandbox.memwatch import descendants
 
 SLOWDOWNS = ("HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown")
@@ -41,7 +42,7 @@ class Unhealthy(Exception):
 
 def problems(index: int, dead_pids: set[int]) -> list[str]:
     """What makes the device unfit now ([] when it is fit, or when NVML cannot tell)."""
-    nv = _nvml()
+    nv = nvml()
     if nv is None:
         return []
     out = []
@@ -61,7 +62,7 @@ def problems(index: int, dead_pids: set[int]) -> list[str]:
         get = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             nv.nvmlDeviceGetCurrentClocksThrottleReasons
         mask = get(h)
-        slow = [name for name in SLOWDOWNS if mask & _REASONS[name]]
+        slow = [name for name in SLOWDOWNS if mask & THROTTLE_REASONS[name]]
         if slow:
             out.append("clock slowdown: " + ", ".join(slow))
     except Exception:  # noqa: BLE001
@@ -71,7 +72,7 @@ def problems(index: int, dead_pids: set[int]) -> list[str]:
 
 
 def foreign_use(nv, h, own: set[int] | None = None, namespaced: bool | None = None,
-                also: set[int] = frozenset()) -> list[str]:
+                also: AbstractSet[int] = frozenset()) -> list[str]:
     """Processes outside this judge's tree (`own`, by default this process and its descendants,
     plus `also`: workers it killed) that used the SMs in the last UTIL_WINDOW_S."""
     if own_pid_namespace_hidden() if namespaced is None else namespaced:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable
 
 from judge.build import toolchain
+from judge.contract.verdict import Status
 from judge.problem.spec import LEVELS, Problem
 from judge.store import Store
-from judge.contract.verdict import Status
 
 Clock = Callable[[], datetime]
 MINUTES_BY_LEVEL = {"easy": 20, "medium": 30, "hard": 45, "hard+": 60, "hard++": 60}  # one problem
