@@ -27,13 +27,13 @@ class Solution:
         return self.path.name
 
 
-def header(source: str) -> list[str]:
-    """The leading `//` comment as paragraphs (blank comment lines separate them), lines kept."""
+def header(source: str, comment: str = "//") -> list[str]:
+    """The leading `comment` block as paragraphs (blank comment lines separate them), lines kept."""
     paragraphs, cur = [], []
     for line in source.splitlines():
-        if not line.startswith("//"):
+        if not line.startswith(comment):
             break
-        text = line[2:].removeprefix(" ").rstrip()
+        text = line[len(comment):].removeprefix(" ").rstrip()
         if text:
             cur.append(text)
         elif cur:
@@ -56,7 +56,7 @@ def buys(lines: list[str]) -> str | None:
 
 
 def one(index: int, path: Path, rows: dict[tuple[str, str], table.Row]) -> Solution:
-    paragraphs = header(path.read_text(errors="replace"))
+    paragraphs = header(path.read_text(errors="replace"), toolchain.for_source(path).comment)
     title = " ".join(paragraphs[0].split()) if paragraphs else path.stem
     lines = "\n".join(paragraphs[1:]).splitlines()
     return Solution(index=index, path=path, title=title,

@@ -17,7 +17,7 @@ from judge.contract.verdict import Status
 if TYPE_CHECKING:
     from judge.contract.report import Report
 
-_EXPECTED = re.compile(r"^//\s*expected:\s*([A-Z_]+)\s*(?:[—-]+\s*(.*))?$")
+_EXPECTED = r"^{comment}\s*expected:\s*([A-Z_]+)\s*(?:[—-]+\s*(.*))?$"  # in the file's comment syntax
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,11 @@ class ControlError(ValueError):
 
 def expected_status(path: Path) -> tuple[Status, str]:
     """The status a known-wrong control declares on its first line."""
+    comment = toolchain.for_source(path).comment
     first = path.read_text(errors="replace").splitlines()[:1]
-    m = _EXPECTED.match(first[0].strip()) if first else None
+    m = re.match(_EXPECTED.format(comment=re.escape(comment)), first[0].strip()) if first else None
     if not m or m.group(1) not in Status.__members__:
-        raise ControlError(f"{path}: the first line must be `// expected: STATUS` "
+        raise ControlError(f"{path}: the first line must be `{comment} expected: STATUS` "
                            f"(one of {', '.join(s.value for s in Status if s is not Status.ACCEPTED)})")
     return Status[m.group(1)], (m.group(2) or "").strip()
 
