@@ -17,7 +17,7 @@ case "${1:?gpu-tests | verify | measure}" in
     judge submit problems/hgemm reference_solutions/hgemm/06_wgmma_tma_persistent.cu --no-record 2>&1 | tee "$OUT/hgemm06.log" | tail -12
     for f in 04_wgmma_pingpong; do
       judge submit problems/flash_attn reference_solutions/flash_attn/$f.cu --no-record --json > "$OUT/fa_$f.json"
-      python3 scripts/fa_submit_summary.py "$OUT/fa_$f.json"
+      python3 scripts/measure/fa_submit_summary.py "$OUT/fa_$f.json"
     done
-    python3 scripts/measure_watch.py 2>&1 | tee "$OUT/watch.log" | tail -4 ;;
+    python3 scripts/measure/measure_watch.py 2>&1 | tee "$OUT/watch.log" | tail -4 ;;
 esac

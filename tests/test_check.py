@@ -1,14 +1,20 @@
 """Named output checks and the WRONG_ANSWER evidence they gather."""
 from __future__ import annotations
 
+import copy
 import math
+import re
+import typing
+from typing import Literal
 
+import pydantic
 import pytest
 import torch
+from test_spec import VALID, write_problem
 
 import judge.problem.checks
-from judge.problem.checks import MAX_MISMATCHES, run_check
-from judge.problem.spec import AllClose, Exact
+from judge.problem.checks import CHECKS, MAX_MISMATCHES, Check, Custom, registry, run_check
+from judge.problem.spec import AllClose, Exact, ProblemError, load_problem
 
 ALLCLOSE = AllClose(name="allclose", rtol=1e-3, atol=1e-3)
 EXACT = Exact(name="exact")
@@ -153,3 +159,153 @@ def test_chunked_check_matches_unchunked(monkeypatch, chunk):
     assert whole.n_bad == 9 and whole.nan_count == 1 and whole.inf_count == 1
     assert whole.max_abs_err == pytest.approx(3.0, rel=1e-6)
     assert [m.index for m in whole.mismatches] == [[0, 0, 3], [0, 4, 4], [0, 4, 5], [1, 4, 1], [1, 6, 3]]
+
+
+# -- the registry ----------------------------------------------------------------------------------
+
+def test_registry_holds_the_builtins_and_spec_derives_its_union():
+    assert {"allclose", "exact", "custom"} <= set(CHECKS)
+    assert CHECKS["allclose"] is AllClose and CHECKS["exact"] is Exact and CHECKS["custom"] is Custom
+    from judge.problem.spec import Spec
+    p = Spec.model_fields["check"]
+    assert p.discriminator == "name"
+    assert set(typing.get_args(p.annotation)) == set(CHECKS.values())
+
+
+def test_adding_a_check_is_a_definition_and_its_registration(monkeypatch):
+    """What a new check takes: a Check subclass with a one-value `name` Literal, `@register`."""
+    monkeypatch.setattr(registry, "CHECKS", dict(registry.CHECKS))
+
+    @registry.register
+    class Within(Check):
+        name: Literal["within"]
+        tol: float
+
+        def ok(self, got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+            return (got - expected).abs() <= self.tol
+
+    adapter = pydantic.TypeAdapter(registry.union())
+    spec = adapter.validate_python({"name": "within", "tol": 0.5})
+    assert isinstance(spec, Within)
+    assert isinstance(adapter.validate_python({"name": "exact"}), Exact)
+    with pytest.raises(pydantic.ValidationError, match="within"):  # the known tags include it
+        adapter.validate_python({"name": "nope"})
+    r = run_check(spec, "C", torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.4, 2.0, 4.0]))
+    assert not r.passed and r.n_bad == 1 and r.check == "within" and r.mismatches[0].index == [2]
+
+
+def test_register_refuses_a_check_without_a_literal_name(monkeypatch):
+    monkeypatch.setattr(registry, "CHECKS", dict(registry.CHECKS))
+
+    class Loose(Check):
+        name: str
+
+    with pytest.raises(TypeError, match="Literal"):
+        registry.register(Loose)
+
+    class Twin(Check):
+        name: Literal["exact"]
+
+    with pytest.raises(TypeError, match="twice"):
+        registry.register(Twin)
+
+
+# -- the per-problem custom check ------------------------------------------------------------------
+
+CHECK_PY = """\
+import torch
+
+CALLS = []
+
+
+def within_half(got, expected):
+    CALLS.append((got.dtype, got.shape, expected.shape))
+    return (got - expected).abs() <= 0.5
+
+
+def not_a_mask(got, expected):
+    return float((got - expected).abs().max())
+
+
+def wrong_length(got, expected):
+    return torch.ones(1, dtype=torch.bool)
+"""
+
+
+def custom_problem(tmp_path, impl: str = "check.py:within_half", check_py: str | None = CHECK_PY):
+    data = copy.deepcopy(VALID)
+    data["check"] = {"name": "custom", "impl": impl}
+    d = write_problem(tmp_path, data)
+    if check_py is not None:
+        (d / "check.py").write_text(check_py)
+    return d
+
+
+def test_custom_check_passes(tmp_path):
+    p = load_problem(custom_problem(tmp_path))
+    assert isinstance(p.spec.check, Custom) and p.spec.check.root == p.root
+    assert p.spec.check.model_dump() == {"name": "custom", "impl": "check.py:within_half"}
+    e = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    r = run_check(p.spec.check, "C", e + 0.4, e)
+    assert r.passed and r.check == "custom" and r.n_bad == 0 and r.numel == 6
+    assert r.max_abs_err == pytest.approx(0.4, rel=1e-6)
+
+
+def test_custom_check_fails_with_the_evidence(tmp_path, monkeypatch):
+    p = load_problem(custom_problem(tmp_path))
+    e = torch.zeros(3, 4)
+    g = e.clone()
+    g[0, 1], g[1, 2], g[2, 3] = 0.7, -2.0, 0.3  # the last is within the custom check's 0.5
+    g[2, 0] = float("nan")
+    monkeypatch.setattr(judge.problem.checks, "CHUNK", 5)  # the function sees chunks, like every check
+    r = run_check(p.spec.check, "C", g, e)
+    assert not r.passed and r.n_bad == 3 and r.numel == 12
+    assert r.max_abs_err == pytest.approx(2.0) and r.nan_count == 1
+    assert [m.index for m in r.mismatches] == [[0, 1], [1, 2], [2, 0]]
+    assert r.mismatches[1].got == -2.0 and r.mismatches[1].expected == 0.0
+    calls = p.spec.check.function().__globals__["CALLS"]
+    assert [c[1] for c in calls[-3:]] == [(5,), (5,), (2,)]  # chunks of the flat output
+    assert all(c[0] == torch.float64 and c[1] == c[2] for c in calls)
+
+
+@pytest.mark.parametrize("impl, fragment", [
+    ("check.py:not_a_mask", "returned a float"),
+    ("check.py:wrong_length", "shape (1,)"),
+])
+def test_custom_check_must_return_the_mask(tmp_path, impl, fragment):
+    p = load_problem(custom_problem(tmp_path, impl))
+    with pytest.raises(TypeError, match=re.escape(fragment)) as info:
+        run_check(p.spec.check, "C", torch.ones(4), torch.ones(4))
+    assert impl in str(info.value) and "bool tensor of shape (4,)" in str(info.value)
+
+
+@pytest.mark.parametrize("impl, check_py, fragment", [
+    ("missing.py:check", CHECK_PY, "file missing.py not found"),
+    ("check.py:nope", CHECK_PY, "defines no function 'nope'"),
+    ("check.py:check", "def check(:\n", "check.py line 1"),
+    ("check.py:check", "def check(got):\n    return got == got\n", "must take two arguments"),
+    ("check.py:check", "def check(got, expected, tol):\n    return got == got\n", "must take two arguments"),
+    ("check.py:check", "def check(got, expected, *, tol):\n    return got == got\n", "must take two arguments"),
+    ("../check.py:within_half", CHECK_PY, "outside the problem folder"),
+    ("check.txt:check", CHECK_PY, "should match pattern"),
+])
+def test_custom_check_errors_at_load(tmp_path, impl, check_py, fragment):
+    if impl.startswith("../"):
+        (tmp_path / "check.py").write_text(check_py)
+    d = custom_problem(tmp_path, impl, check_py)
+    with pytest.raises(ProblemError) as info:
+        load_problem(d)
+    assert [loc for loc, _ in info.value.errors] == ["check.impl"], info.value.errors
+    assert fragment in info.value.errors[0][1]
+
+
+def test_custom_check_with_defaults_or_varargs_loads(tmp_path):
+    d = custom_problem(tmp_path, "check.py:check", "def check(got, expected, tol=0.5, *rest, k=1):\n    ...\n")
+    assert load_problem(d).spec.check.name == "custom"
+    d = custom_problem(tmp_path / "b", "check.py:check", "def check(*args):\n    ...\n")
+    assert load_problem(d).spec.check.name == "custom"
+
+
+def test_custom_check_built_by_hand_says_it_has_no_folder():
+    with pytest.raises(ValueError, match="no problem folder"):
+        run_check(Custom(name="custom", impl="check.py:check"), "C", torch.ones(2), torch.ones(2))

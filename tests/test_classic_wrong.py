@@ -8,10 +8,12 @@ problem's own reference (`reference_outputs`) and the verdict is the judge's own
 same on the device (`judge verify`); `test_every_problem_has_classic_controls` keeps them there.
 
 Where a wrong answer is legitimately right on some workload (an attention over one key IS a copy
-of V), the `LEGIT` table says so with the reason: `ALWAYS` entries are asserted to pass (so the
-claim stays true), `CHANCE` ones (right for some draws of the run's secret, with probability >= 1e-3)
-are not asserted either way. Everything else must fail. Workloads above `MAX_NUMEL` elements or
-`MAX_FLOPS` are skipped on CPU; every problem keeps at least one.
+of V), the problem declares it in its problem.yaml, `accepts_classic_wrong` (docs/problem-format.md),
+with the reason: `always` entries are asserted to pass (so the claim stays true), `chance` ones
+(right for some draws of the run's secret, with probability >= 1e-3) are not asserted either way.
+Everything else must fail: a problem that declares nothing must reject every classic answer.
+Workloads above `MAX_NUMEL` elements or `MAX_FLOPS` are skipped on CPU; every problem keeps at
+least one.
 
 (c) `FP32_ACCUMULATION`: for each problem whose fp16/bf16 data needs an fp32 reduction, the CPU
 emulates its wrong/ control's arithmetic (the same thread layout and rounding points) and the check
@@ -21,17 +23,16 @@ accumulates) it must pass, which shows the emulation is faithful rather than gar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import pytest
 import torch
+from conftest import problem_names, try_load, wrong_files
 
 from judge.problem import spec
 from judge.problem.checks import run_check
 from judge.problem.workloads import fill_inputs, reference_outputs
-
-from conftest import problem_names, try_load, wrong_files
 
 NAMES = problem_names()
 SECRET = 20261123
@@ -40,46 +41,7 @@ MAX_FLOPS = 2e10         # the spec's `flops` of a workload
 SMALL_NUMEL = 100_000    # workloads this small are drawn under SMALL_SECRETS more secrets too
 SMALL_SECRETS = 16
 
-ALWAYS, CHANCE = "always", "chance"
-
-
-@dataclass(frozen=True)
-class Legit:
-    problem: str
-    wrong: str  # "zeros" or "copy:<input>"
-    when: Callable[[dict], bool]
-    kind: str   # ALWAYS (asserted to pass) or CHANCE (not asserted)
-    why: str
-
-
-LEGIT = [
-    Legit("cross_entropy", "zeros", lambda w: w["vocab"] == 1, ALWAYS,
-          "one class: log Σ exp = the target's logit, every loss is exactly 0"),
-    Legit("cross_entropy", "zeros", lambda w: w["rows"] == 1 and w["vocab"] == 7, CHANCE,
-          "logits ~ 32·randn: when the target is the row's max by > ~11 the loss is < 1e-4 (~10% of draws)"),
-    Legit("reduce_sum", "copy:X", lambda w: w["n"] == 1, ALWAYS, "the sum of one element is that element"),
-    Legit("prefix_sum", "copy:X", lambda w: w["n"] == 1, ALWAYS, "the scan of one element is that element"),
-    Legit("transpose", "copy:A", lambda w: w["rows"] == 1 or w["cols"] == 1, ALWAYS,
-          "a 1×n or n×1 transpose is the same n values in the same order (a flat copy)"),
-    Legit("flash_attn", "copy:V", lambda w: w["N"] == 1, ALWAYS, "one key: softmax = 1, O = V"),
-    Legit("attention_large_d", "copy:V", lambda w: w["N"] == 1, ALWAYS, "one key: softmax = 1, O = V"),
-    Legit("layer_norm", "copy:bias", lambda w: w["rows"] == 1 and w["cols"] == 1, ALWAYS,
-          "one column: x - mean = 0, so y = bias"),
-    Legit("rms_norm", "copy:weight", lambda w: w["rows"] == 1 and w["cols"] == 1, CHANCE,
-          "one column: y = x·rsqrt(x² + 1e-6)·w = sign(x)·w, the weight whenever x > 0 (half the draws)"),
-    Legit("relu", "zeros", lambda w: w["n"] <= 9, CHANCE, "all n inputs negative: probability 2^-n"),
-    Legit("relu", "copy:X", lambda w: w["n"] <= 9, CHANCE, "all n inputs positive: probability 2^-n"),
-    Legit("gelu", "zeros", lambda w: w["n"] == 1, CHANCE,
-          "x = 3·randn < ~-4.3: |gelu(x)| < 1e-5 = atol (~6% of draws)"),
-    Legit("gelu", "copy:X", lambda w: w["n"] == 1, CHANCE,
-          "x = 3·randn > ~4.3: x - gelu(x) = x·Q(x) within tolerance (~8% of draws)"),
-    Legit("swish", "copy:X", lambda w: w["n"] == 1, CHANCE,
-          "x = 4·randn > ~6.5: x - swish(x) = x·sigmoid(-x) < 2e-3·|x| (~6% of draws)"),
-]
-
-
-def legit(problem: str, wrong: str, w: dict) -> Legit | None:
-    return next((e for e in LEGIT if e.problem == problem and e.wrong == wrong and e.when(w)), None)
+ALWAYS, CHANCE = "always", "chance"  # spec.ClassicWrong.kind
 
 
 def load(name: str) -> spec.Problem:
@@ -148,12 +110,12 @@ def test_classic_wrong_answers_fail(name, i):
         inputs, expected = draw(p, i, s)
         for wrong, out, got in classic(p, w, inputs):
             passed = run_check(p.spec.check, out, got, expected[out]).passed
-            e = legit(name, wrong, w)
+            e = p.accepts_classic(wrong, w)
             if e is None and passed:
                 accepted.append(f"{wrong} → {out} (secret {s})")
             elif e is not None and e.kind == ALWAYS and not passed:
-                accepted.append(f"LEGIT says {wrong} → {out} is always right here ({e.why}), "
-                                f"but it fails (secret {s}): fix the table")
+                accepted.append(f"problem.yaml's accepts_classic_wrong says {wrong} → {out} is always right "
+                                f"here ({e.why}), but it fails (secret {s}): fix the declaration")
     assert not accepted, f"{name} {spec.workload_id(w)}: the tolerance accepts a classic wrong answer:\n" + \
         "\n".join(accepted)
 
@@ -169,7 +131,7 @@ def test_zeros_and_copies_fail_somewhere(name):
             continue
         inputs, expected = draw(p, i)
         for wrong, out, got in classic(p, w, inputs):
-            e = legit(name, wrong, w)
+            e = p.accepts_classic(wrong, w)
             if e is not None and e.kind == ALWAYS:
                 continue  # not a wrong answer on this workload
             failed = not run_check(p.spec.check, out, got, expected[out]).passed
@@ -179,13 +141,26 @@ def test_zeros_and_copies_fail_somewhere(name):
         ", ".join(k for k, v in kinds.items() if not v)
 
 
-def test_legit_table_is_live():
-    """Each exception names a problem and matches at least one of its test workloads."""
-    for e in LEGIT:
-        p = load(e.problem)
-        assert any(e.when(w) for w in p.spec.tests), f"{e.problem} {e.wrong}: matches no test workload"
-        if e.wrong.startswith("copy:"):
-            assert e.wrong[5:] in {t.name for t in p.tensors if not t.ctype.is_output}
+DECLARED = [pytest.param(name, i, id=f"{name}-{i}") for name in NAMES
+            for i, _ in enumerate(try_load(name).spec.accepts_classic_wrong if try_load(name) else [])]
+
+
+def test_declarations_exist():
+    assert DECLARED, "no problem declares accepts_classic_wrong: the reader of problem.yaml is broken"
+
+
+@pytest.mark.parametrize("name, k", DECLARED)
+def test_declaration_is_live(name, k):
+    """Each declared exception matches a checked test workload on which its answer is one of the
+    classic answers (so `test_classic_wrong_answers_fail` really exercises it), and names an input."""
+    p = load(name)
+    c, when = p.classic_wrong[k]
+    if c.answer.startswith("copy:"):
+        assert c.answer[5:] in {t.name for t in p.tensors if not t.ctype.is_output}
+    live = [i for i, w in enumerate(p.spec.tests) if when(w) and cheap(p, w)]
+    assert live, f"{name} accepts_classic_wrong[{k}] ({c.answer} when {c.when}): matches no checked test workload"
+    assert any(c.answer in {wrong for wrong, _, _ in classic(p, p.spec.tests[i], draw(p, i)[0])} for i in live), \
+        f"{name} accepts_classic_wrong[{k}]: {c.answer} is not a classic answer on the workloads it matches"
 
 
 # -- the controls on the device --------------------------------------------------------------------
@@ -306,22 +281,22 @@ def attention_half_pv(Q, K, V, B, H, N, D, causal, tile: int):
     acc = torch.zeros(B * H, N, D)
     if tile:  # the running max after each tile, as the control keeps it
         m_run = torch.full((B * H, N), float("-inf"))
-        l = torch.zeros(B * H, N)
+        denom = torch.zeros(B * H, N)
         for k0 in range(0, N, tile):
             m_new = torch.maximum(m_run, s[:, :, k0:k0 + tile].max(dim=2).values)
             corr = torch.exp(m_run - m_new)
             p = torch.exp(s[:, :, k0:k0 + tile] - m_new[:, :, None])
-            l = l * corr + p.sum(dim=2)
+            denom = denom * corr + p.sum(dim=2)
             acc = _h(acc * _h(corr)[:, :, None])
             for j in range(p.shape[2]):
                 acc = _h(_h(p[:, :, j, None]) * v[:, None, k0 + j] + acc)
             m_run = m_new
     else:
         p = torch.exp(s - s.max(dim=2, keepdim=True).values)
-        l = p.sum(dim=2)
+        denom = p.sum(dim=2)
         for j in range(N):
             acc = _h(_h(p[:, :, j, None]) * v[:, None, j] + acc)
-    return _h(acc / l[:, :, None]).half().reshape(B, H, N, D)
+    return _h(acc / denom[:, :, None]).half().reshape(B, H, N, D)
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,24 @@ import math
 
 import pytest
 import torch
+from conftest import (
+    ARCHS,
+    PROBLEMS_DIR,
+    ROOT,
+    control_files,
+    declares_compile_error,
+    nvcc_test,
+    problem_names,
+    reference_files,
+    rel,
+    wrong_files,
+)
 
-from judge.problem import spec
-from judge.problem.checks import run_check
 from judge.contract.verdict import Status
 from judge.practice.verify import ControlError, controls, expected_status
+from judge.problem import spec
+from judge.problem.checks import run_check
 from judge.problem.workloads import fill_inputs, reference_outputs
-
-from conftest import (ARCHS, PROBLEMS_DIR, ROOT, control_files, declares_compile_error, nvcc_test, problem_names,
-                      reference_files, rel, wrong_files)
 
 NAMES = problem_names()
 SMALL_NUMEL = 4_000_000

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from judge.problem import spec
+from judge.problem.checks import CHECKS
 from judge.problem.expr import ExprError, parse
 from judge.problem.spec import ProblemError, load_problem
 
@@ -168,6 +169,49 @@ def test_unknown_check_name(tmp_path):
     data["check"] = {"name": "roughly"}
     e, by_loc = errors_of(write_problem(tmp_path, data))
     assert "check" in by_loc, by_loc
+    assert "unknown check 'roughly'" in by_loc["check"][0]
+    assert all(name in by_loc["check"][0] for name in CHECKS)  # names every registered check
+
+
+def test_check_without_a_name(tmp_path):
+    data = copy.deepcopy(VALID)
+    data["check"] = {"rtol": 1e-3, "atol": 1e-3}
+    e, by_loc = errors_of(write_problem(tmp_path, data))
+    assert "needs a name" in by_loc["check"][0]
+    assert all(name in by_loc["check"][0] for name in CHECKS)
+
+
+# -- accepts_classic_wrong -------------------------------------------------------------------------
+
+def test_accepts_classic_wrong_parses_and_matches(tmp_path):
+    data = copy.deepcopy(VALID)
+    data["accepts_classic_wrong"] = [
+        {"answer": "copy:A", "when": "M == 1 and K == 1", "why": "one element"},
+        {"answer": "zeros", "when": "M <= 3 or K > 100", "kind": "chance", "why": "sometimes"},
+    ]
+    p = load_problem(write_problem(tmp_path, data))
+    assert p.accepts_classic("copy:A", {"M": 1, "K": 1, "alpha": 1.0}).why == "one element"
+    assert p.accepts_classic("copy:A", {"M": 1, "K": 2, "alpha": 1.0}) is None
+    assert p.accepts_classic("zeros", {"M": 3, "K": 5, "alpha": 1.0}).kind == "chance"
+    assert p.accepts_classic("zeros", {"M": 4, "K": 5, "alpha": 1.0}) is None
+    assert load_problem(write_problem(tmp_path / "plain", VALID)).classic_wrong == ()
+
+
+@pytest.mark.parametrize("entry, loc, fragment", [
+    ({"answer": "copy:C", "when": "M == 1", "why": "x"}, "accepts_classic_wrong[0].answer", "not an input tensor"),
+    ({"answer": "copy:Z", "when": "M == 1", "why": "x"}, "accepts_classic_wrong[0].answer", "not an input tensor"),
+    ({"answer": "ones", "when": "M == 1", "why": "x"}, "accepts_classic_wrong[0].answer", "pattern"),
+    ({"answer": "zeros", "when": "Q == 1", "why": "x"}, "accepts_classic_wrong[0].when", "unknown name 'Q'"),
+    ({"answer": "zeros", "when": "M", "why": "x"}, "accepts_classic_wrong[0].when", "not a condition"),
+    ({"answer": "zeros", "when": "M == 1", "why": "x", "kind": "often"}, "accepts_classic_wrong[0].kind", "always"),
+    ({"answer": "zeros", "when": "M == 1"}, "accepts_classic_wrong[0].why", "missing"),
+])
+def test_accepts_classic_wrong_errors(tmp_path, entry, loc, fragment):
+    data = copy.deepcopy(VALID)
+    data["accepts_classic_wrong"] = [entry]
+    e, by_loc = errors_of(write_problem(tmp_path, data))
+    assert list(by_loc) == [loc], by_loc
+    assert fragment in by_loc[loc][0]
 
 
 def test_non_number_workload_value(tmp_path):
@@ -332,6 +376,35 @@ def test_expr_evaluates(text, scope, value):
 def test_expr_rejects(text, fragment):
     with pytest.raises(ExprError) as info:
         parse(text, {"M", "N"})
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("text, scope, value", [
+    ("M == 1", {"M": 1, "N": 2}, True),
+    ("M == 1", {"M": 2, "N": 2}, False),
+    ("M == 1 or N == 1", {"M": 2, "N": 1}, True),
+    ("M == 1 and N == 1", {"M": 1, "N": 2}, False),
+    ("M <= 9", {"M": 9, "N": 0}, True),
+    ("1 < M < N", {"M": 2, "N": 2}, False),
+    ("not M != 1", {"M": 1, "N": 0}, True),
+    ("M * N >= 2 ** 4", {"M": 4, "N": 4}, True),
+])
+def test_condition_evaluates(text, scope, value):
+    assert parse(text, set(scope), condition=True)(scope) is value
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("M", "not a condition"),
+    ("M + 1", "not a condition"),
+    ("M is 1", "may compare"),
+    ("M in (1, 2)", "may compare"),
+    ("M == Q", "unknown name 'Q'"),
+    ("M == 1 or os.system('ls')", "may be called"),
+    ("M == 'a'", "only numbers"),
+])
+def test_condition_rejects(text, fragment):
+    with pytest.raises(ExprError) as info:
+        parse(text, {"M", "N"}, condition=True)
     assert fragment in str(info.value)
 
 

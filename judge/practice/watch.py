@@ -129,7 +129,7 @@ class Judged:
     report: Report
     verdict_s: float  # save → correctness verdict (tests passed, or the failure)
     total_s: float  # save → end of the run (the short timing included)
-    verdict_at: float  # time.time() of the verdict (scripts/measure_watch.py compares it with its writes)
+    verdict_at: float  # time.time() of the verdict (scripts/measure/measure_watch.py compares it with its writes)
 
 
 class WatchSession:

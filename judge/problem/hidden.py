@@ -49,13 +49,13 @@ def draw(problem: Problem, secret: int, count: int = DEFAULT_COUNT) -> list[Work
 
 def _domain(problem: Problem, public: list[Workload]) -> dict[str, tuple]:
     """Per scalar: ("choice", values) or ("range", low, high, step)."""
-    dom = {}
+    dom: dict[str, tuple] = {}
     for p in problem.scalars:
         values = sorted({w[p.name] for w in public if p.name in w})
         if len(values) <= 2 or not all(isinstance(v, int) for v in values) or p.ctype.scalar != "int":
             dom[p.name] = ("choice", values)
         else:
-            step = math.gcd(*values) or 1
+            step = math.gcd(*(int(v) for v in values)) or 1  # all ints here
             low = max(step, -(-values[0] // step) * step) if values[0] > 0 else values[0]
             dom[p.name] = ("range", low, values[-1], step)
     return dom

@@ -2,25 +2,27 @@
 
 `load_problem(dir)` raises `ProblemError` carrying every error found (file, field path, message),
 so `judge validate` can report them all at once. Loading never imports torch or the reference:
-the reference function's existence is checked with `ast`.
+the reference function's existence is checked with `ast`. The `check:` field is the union of the
+checks registered in judge/problem/checks/ (nothing here names them).
 """
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
-from judge.problem import abi
+from judge.problem import abi, checks, pyfile
+from judge.problem.checks import AllClose, Custom, Exact  # noqa: F401 (re-exported: spec.AllClose, ...)
 from judge.problem.expr import Expr, ExprError, parse
 
 Level = Literal["easy", "medium", "hard", "hard+", "hard++"]
 LEVELS: tuple[str, ...] = ("easy", "medium", "hard", "hard+", "hard++")
-Number = Union[int, float]
+Number = int | float
 
 
 class _Strict(BaseModel):
@@ -30,7 +32,7 @@ class _Strict(BaseModel):
 class Param(_Strict):
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     type: str
-    shape: list[Union[str, int]] | None = None
+    shape: list[str | int] | None = None
 
     @field_validator("type")
     @classmethod
@@ -47,30 +49,31 @@ class InputSpec(_Strict):
     """How one input tensor is drawn. `scale` may be an expression over the scalars."""
 
     init: Literal["randn", "rand", "randint"] = "randn"
-    scale: Union[Number, str] = 1.0  # randn: std; rand: multiplies U[low, high)
-    low: Union[Number, str] = 0  # expressions too: `high: vocab` draws class indices
-    high: Union[Number, str] = 1
+    scale: Number | str = 1.0  # randn: std; rand: multiplies U[low, high)
+    low: Number | str = 0  # expressions too: `high: vocab` draws class indices
+    high: Number | str = 1
 
 
 class Impl(_Strict):
     name: str
-    impl: str = Field(pattern=r"^[\w./-]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
+    impl: str = Field(pattern=pyfile.REF_PATTERN)
 
 
-class AllClose(_Strict):
-    """|got - expected| <= atol + rtol * |expected|, NaN must match NaN, Inf must match Inf."""
-
-    name: Literal["allclose"]
-    rtol: float = Field(ge=0)
-    atol: float = Field(ge=0)
-
-
-class Exact(_Strict):
-    name: Literal["exact"]
-
-
-CheckSpec = Annotated[Union[AllClose, Exact], Field(discriminator="name")]
+if TYPE_CHECKING:
+    CheckSpec = checks.Check  # every check is one; which one is decided by `name` at validation
+else:
+    CheckSpec = checks.union()  # the registered checks, told apart by `name`
 Workload = dict[str, Number]
+
+
+class ClassicWrong(_Strict):
+    """A classic wrong answer this problem's tolerance accepts on some test workloads, and why
+    (tests/test_classic_wrong.py: `always` ones must pass there, `chance` ones are not asserted)."""
+
+    answer: str = Field(pattern=r"^(zeros|copy:[A-Za-z_][A-Za-z0-9_]*)$")  # all zeros, a flat input copy
+    when: str  # a condition over the scalars: "n == 1", "rows == 1 or cols == 1"
+    kind: Literal["always", "chance"] = "always"
+    why: str = Field(min_length=1)
 
 
 class Spec(_Strict):
@@ -80,11 +83,11 @@ class Spec(_Strict):
     tags: list[str] = []
     signature: list[Param] = Field(min_length=1)
     inputs: dict[str, InputSpec] = {}
-    reference: str = Field(pattern=r"^[\w./-]+\.py:[A-Za-z_][A-Za-z0-9_]*$")
-    baseline: Union[Impl, list[Impl], None] = None
+    reference: str = Field(pattern=pyfile.REF_PATTERN)
+    baseline: Impl | list[Impl] | None = None
     check: CheckSpec
-    flops: Union[str, Number] = 0
-    bytes: Union[str, Number]
+    flops: str | Number = 0
+    bytes: str | Number
     tests: list[Workload] = Field(min_length=1)
     benchmarks: list[Workload] = []
     hints: list[str] = []
@@ -93,6 +96,7 @@ class Spec(_Strict):
     seed: int = 0
     timeout_s: float = Field(default=10.0, gt=0)  # one call of solve()
     allow: list[Literal["cublas", "cublasLt", "cudnn", "nccl"]] = []  # libraries the static policy lets through
+    accepts_classic_wrong: list[ClassicWrong] = []  # declared exceptions to "the classics must fail"
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ class Problem:
     scales: dict[str, Expr]
     baselines: tuple[Impl, ...] = field(default=())
     bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)  # inputs' (low, high)
+    classic_wrong: tuple[tuple[ClassicWrong, Expr], ...] = ()  # spec.accepts_classic_wrong, parsed
 
     @property
     def name(self) -> str:
@@ -138,8 +143,11 @@ class Problem:
         return "[" + ", ".join(str(e) for e in self.shapes[name]) + "]"
 
     def impl_path(self, ref: str) -> tuple[Path, str]:
-        file, func = ref.split(":")
-        return self.root / file, func
+        return pyfile.split(self.root, ref)
+
+    def accepts_classic(self, answer: str, workload: Workload) -> ClassicWrong | None:
+        """The declaration that `answer` ("zeros", "copy:X") is right on this workload, if any."""
+        return next((c for c, when in self.classic_wrong if c.answer == answer and when(workload)), None)
 
     @property
     def wrong_dir(self) -> Path:
@@ -180,13 +188,14 @@ def load_problem(path: str | Path) -> Problem:
     errors: list[tuple[str, str]] = []
     bad: set[str] = set()
     try:
-        spec = Spec.model_validate(raw)
+        spec = Spec.model_validate(raw, context={"root": root})
     except ValidationError as e:
         errors = [(_loc(err["loc"]), _msg(err)) for err in e.errors()]
         bad = {str(err["loc"][0]) for err in e.errors() if err["loc"]}
-        spec = _repaired(raw, bad, root)  # so the checks below still report their errors
-        if spec is None:
+        repaired = _repaired(raw, bad, root)  # so the checks below still report their errors
+        if repaired is None:
             raise ProblemError(file, errors) from None
+        spec = repaired
     problem = _derive(root, spec, errors, bad)
     if errors or problem is None:
         raise ProblemError(file, errors)
@@ -197,7 +206,7 @@ _PLACEHOLDERS = {"title": "-", "level": "easy", "reference": "reference.py:refer
                  "check": {"name": "exact"}, "bytes": 0, "tests": [{}]}
 
 
-def _repaired(raw: dict, bad: set[str], root: Path) -> Spec | None:
+def _repaired(raw: dict[str, Any], bad: set[str], root: Path) -> Spec | None:
     """The spec with its invalid fields replaced by placeholders (their checks are skipped)."""
     fixed = {k: v for k, v in raw.items() if k in Spec.model_fields and k not in bad}
     params = []
@@ -211,36 +220,44 @@ def _repaired(raw: dict, bad: set[str], root: Path) -> Spec | None:
     for k, v in _PLACEHOLDERS.items():
         fixed.setdefault(k, v)
     try:
-        return Spec.model_validate(fixed)
+        return Spec.model_validate(fixed, context={"root": root})
     except ValidationError:
         return None
 
 
-def _loc(loc: tuple) -> str:
+_BRANCHES = checks.registry.branch_names() | {"str", "int", "float", "Impl", "list[Impl]"}
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
     parts = []
     for p in loc:
         if isinstance(p, int):
             parts.append(f"[{p}]")
-        elif p in ("AllClose", "Exact", "allclose", "exact", "str", "int", "float", "Impl", "list[Impl]"):
+        elif p in _BRANCHES:
             continue  # union-branch names pydantic puts in the path
         else:
             parts.append(("." if parts else "") + str(p))
     return "".join(parts) or "-"
 
 
-def _msg(err: dict) -> str:
+def _msg(err: ErrorDetails) -> str:
     if err["type"] == "extra_forbidden":
         return "unknown field"
     if err["type"] == "missing":
         return "required field is missing"
+    if err["loc"] == ("check",) and err["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        known = ", ".join(checks.CHECKS)
+        if err["type"] == "union_tag_invalid":
+            return f"unknown check {err.get('ctx', {}).get('tag')!r}: name one of {known}"
+        return f"needs a name: one of {known}"
     return err["msg"].removeprefix("Value error, ")
 
 
-def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str] = frozenset()
+def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: frozenset[str] | set[str] = frozenset()
             ) -> Problem | None:
     """Checks across fields; those of fields in `bad` (already reported) are skipped."""
     if "signature" in bad:  # expressions and workloads name scalars that may be missing
-        bad = bad | {"inputs", "flops", "bytes", "tests", "benchmarks", "shapes"}
+        bad = bad | {"inputs", "flops", "bytes", "tests", "benchmarks", "shapes", "accepts_classic_wrong"}
     if spec.name != root.name and "name" not in bad:
         errors.append(("name", f"is {spec.name!r} but the folder is {root.name!r}"))
     names = [p.name for p in spec.signature]
@@ -272,8 +289,8 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
     scales: dict[str, Expr] = {}
     bounds: dict[str, tuple[Expr, Expr]] = {}
     for name, inp in (spec.inputs if "inputs" not in bad else {}).items():
-        p = tensors.get(name)
-        if p is None or p.ctype.is_output:
+        t = tensors.get(name)
+        if t is None or t.ctype.is_output:
             errors.append((f"inputs.{name}", "is not an input tensor of the signature"))
             continue
         s = expr(f"inputs.{name}.scale", inp.scale)
@@ -282,7 +299,7 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
         lo, hi = expr(f"inputs.{name}.low", inp.low), expr(f"inputs.{name}.high", inp.high)
         if lo and hi:
             bounds[name] = (lo, hi)
-        if inp.init == "randint" and p.ctype.element and p.ctype.element.is_float:
+        if inp.init == "randint" and t.ctype.element and t.ctype.element.is_float:
             errors.append((f"inputs.{name}.init", "randint needs an integer tensor"))
     flops = expr("flops", spec.flops) if "flops" not in bad else None
     nbytes = expr("bytes", spec.bytes) if "bytes" not in bad else None
@@ -296,12 +313,24 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: set[str]
         errors.append(("baseline", "benchmarks need a baseline to compare with"))
     if "reference" not in bad:
         _check_impl(root, "reference", spec.reference, errors)
+    if "check" not in bad:
+        errors.extend((f"check.{loc}", msg) for loc, msg in spec.check.problems(root))
+    classic_wrong = []
+    for i, c in enumerate(spec.accepts_classic_wrong if "accepts_classic_wrong" not in bad else []):
+        source = c.answer.removeprefix("copy:") if c.answer.startswith("copy:") else None
+        if source is not None and (source not in tensors or tensors[source].ctype.is_output):
+            errors.append((f"accepts_classic_wrong[{i}].answer", f"{source!r} is not an input tensor "
+                           f"of the signature"))
+        try:
+            classic_wrong.append((c, parse(c.when, allowed, condition=True)))
+        except ExprError as e:
+            errors.append((f"accepts_classic_wrong[{i}].when", str(e)))
     for i, b in enumerate(baselines if "baseline" not in bad else []):
         where = "baseline.impl" if not isinstance(spec.baseline, list) else f"baseline[{i}].impl"
         _check_impl(root, where, b.impl, errors)
     if errors or flops is None or nbytes is None:
         return None
-    return Problem(root, spec, shapes, flops, nbytes, scales, baselines, bounds)
+    return Problem(root, spec, shapes, flops, nbytes, scales, baselines, bounds, tuple(classic_wrong))
 
 
 def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: list) -> bool:
@@ -332,19 +361,11 @@ def _check_shapes(where: str, w: Workload, shapes: dict[str, tuple[Expr, ...]], 
                 errors.append((where, f"shape of {name}[{j}] = {d} is {v}, not a positive whole number"))
 
 
-def _check_impl(root: Path, where: str, ref: str, errors: list) -> None:
-    file, func = ref.split(":")
-    path = root / file
-    if not path.is_file():
-        errors.append((where, f"file {file} not found in {root}"))
-        return
+def _check_impl(root: Path, where: str, ref: str, errors: list[tuple[str, str]]) -> None:
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
-    except SyntaxError as e:
-        errors.append((where, f"{file} line {e.lineno}: {e.msg}"))
-        return
-    if not any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body):
-        errors.append((where, f"{file} defines no function {func!r}"))
+        pyfile.function_def(root, ref)
+    except ValueError as e:
+        errors.append((where, str(e)))
 
 
 def find_problems(root: Path) -> list[Path]:

@@ -7,13 +7,11 @@ run can be replayed from its secret. Nothing here ever reaches the worker but bu
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
+from judge.problem import pyfile
 from judge.problem.spec import InputSpec, Problem, Workload
 
 POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]
@@ -28,8 +26,8 @@ def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
                low: float | None = None, high: float | None = None) -> None:
     """Draw `out` in place: randn * scale, U[low, high) * scale, or randint[low, high).
     `low`/`high` are the evaluated bounds (default: the spec's, when they are numbers)."""
-    low = float(spec.low) if low is None else low  # type: ignore[arg-type]
-    high = float(spec.high) if high is None else high  # type: ignore[arg-type]
+    low = float(spec.low) if low is None else low
+    high = float(spec.high) if high is None else high
     g = torch.Generator(device=out.device).manual_seed(seed)
     if spec.init == "randint":
         out.copy_(torch.randint(int(low), int(high), out.shape, generator=g,
@@ -63,28 +61,15 @@ def poison(t: torch.Tensor, byte: int) -> None:
 
 
 def load_function(problem: Problem, ref: str) -> Callable:
-    path, func = problem.impl_path(ref)
-    return getattr(_module(path), func)
-
-
-_MODULES: dict[Path, ModuleType] = {}
-
-
-def _module(path: Path) -> ModuleType:
-    path = path.resolve()
-    if path not in _MODULES:
-        spec = importlib.util.spec_from_file_location(f"judge_problem_{path.parent.name}", path)
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        _MODULES[path] = module
-    return _MODULES[path]
+    return pyfile.load_function(*problem.impl_path(ref))
 
 
 def reference_outputs(problem: Problem, workload: Workload,
                       tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Run the problem's reference on the inputs; a single returned tensor is the only output."""
     fn = load_function(problem, problem.spec.reference)
-    args = {p.name: tensors[p.name] for p in problem.tensors if not p.ctype.is_output}
+    args: dict[str, torch.Tensor | int | float] = {p.name: tensors[p.name] for p in problem.tensors
+                                                   if not p.ctype.is_output}
     args.update({p.name: workload[p.name] for p in problem.scalars})
     with torch.no_grad():
         out = fn(**args)

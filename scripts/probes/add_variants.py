@@ -1,6 +1,11 @@
 """Probe: time streaming-add variants against torch.add with an L2 flush before every call,
 interleaved rounds, median of many calls; then ncu DRAM bytes for the embedding kernels."""
-import ctypes, statistics, subprocess, sys, torch
+import ctypes
+import statistics
+import sys
+
+import torch
+
 lib = ctypes.CDLL(sys.argv[1])
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 def t(fn, reps=60):

@@ -1,4 +1,9 @@
-import ctypes, statistics, sys, torch
+import ctypes
+import statistics
+import sys
+
+import torch
+
 vocab = 32000
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 libs = {name: ctypes.CDLL(name).solve for name in sys.argv[1:]}

@@ -7,7 +7,9 @@ Each shape: outputs checked against SDPA's math backend in fp32 (atol 2e-3 + rto
 problem's tolerance), then CUDA-event times after a 256 MB L2 flush, rounds interleaved across
 implementations; the median per implementation. Not the judge: it only picks between variants.
 """
-import ctypes, statistics, sys
+import ctypes
+import statistics
+import sys
 
 import torch
 import torch.nn.functional as F

@@ -1,4 +1,9 @@
-import ctypes, statistics, sys, torch
+import ctypes
+import statistics
+import sys
+
+import torch
+
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 libs = {name: ctypes.CDLL(name).solve for name in sys.argv[1:]}
 for f in libs.values(): f.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int]

@@ -1,6 +1,9 @@
 """Write-only, copy and read-only bandwidth through torch, for the embedding notes (a
 write-heavy mix). Usage: python3 write_bandwidth.py"""
-import statistics, torch
+import statistics
+
+import torch
+
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 x = torch.empty(537 << 20, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
 def t(fn):

@@ -11,10 +11,10 @@
 # each into a fresh store (both judge all 12 files), timed with `date +%s.%N`. Last line:
 #   scaling: 1 GPU X s, 2 GPUs Y s, speedup Z
 #
-# Usage: scripts/leaderboard_scaling.sh WORKDIR [extra `leaderboard run` options, e.g. --budget 1]
+# Usage: scripts/measure/leaderboard_scaling.sh WORKDIR [extra `leaderboard run` options, e.g. --budget 1]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-WORK=${1:?usage: scripts/leaderboard_scaling.sh WORKDIR [extra leaderboard run options]}
+cd "$(dirname "$0")/../.."
+WORK=${1:?usage: scripts/measure/leaderboard_scaling.sh WORKDIR [extra leaderboard run options]}
 shift
 SUBS=$WORK/submissions
 mkdir -p "$WORK"

@@ -1,6 +1,6 @@
 """Run a `judge` command and keep every timed sample: a diagnostic for the timing method.
 
-    python3 scripts/timing_samples.py OUT.jsonl submit problems/hgemm SOLUTION.cu --json
+    python3 scripts/measure/timing_samples.py OUT.jsonl submit problems/hgemm SOLUTION.cu --json
 
 Appends one JSON line per timed target (in the order timed: each shape's baselines before, the
 candidate, the baselines after) with the warm-up count and the samples in the order they were
@@ -26,6 +26,6 @@ def keep(samples, warmup_calls, stop_reason):
 
 timing.summarize = keep
 sys.argv = ["judge"] + sys.argv[2:]
-from cli.app import main  # noqa: E402
+from cli.app import main
 
 main()

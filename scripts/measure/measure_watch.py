@@ -6,7 +6,7 @@ person's pace between saves), appends a comment to the file (new bytes: a real r
 reads the run's JSON line. Per run it prints save → detected, save → verdict (the tests passed:
 nvcc included) and save → done (the short timing included); then the median and max of each.
 
-Usage: python3 scripts/measure_watch.py [--runs N] [--pause S] [--no-time] [PROBLEM SOLUTION]
+Usage: python3 scripts/measure/measure_watch.py [--runs N] [--pause S] [--no-time] [PROBLEM SOLUTION]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:
@@ -46,7 +46,8 @@ def main() -> int:
               f"{first['verdict_at'] - t0:.2f} s after the command started")
         env = first["report"]["environment"]
         print(f"{env.get('gpu')}, nvcc {env.get('nvcc')}, torch {env.get('torch')}; "
-              f"{args.problem} {Path(args.solution).name}, {'tests only' if args.no_time else 'tests + short timing'}\n")
+              f"{args.problem} {Path(args.solution).name}, "
+              f"{'tests only' if args.no_time else 'tests + short timing'}\n")
         print("| save | status | save → detected s | save → verdict s | save → done s |\n|---|---|---|---|---|")
         detected, verdict, done = [], [], []
         for i in range(args.runs):

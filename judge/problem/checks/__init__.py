@@ -1,43 +1,44 @@
-"""Named output checks (DESIGN.md §3 `check:`): tiny functions selected by the spec.
+"""Output checks (DESIGN.md §3 `check:`): the registry of named checks and the evidence walker.
 
-A check maps (got, expected) chunks to a boolean "ok" mask; `run_check` walks the tensors in
-chunks (large outputs stay within memory) and gathers the evidence WRONG_ANSWER shows: worst
-absolute and relative error, NaN/Inf counts, and up to five mismatches (index, got, expected).
+Each check is one module of this package (allclose.py, exact.py, custom.py): a pydantic model of
+its `check:` parameters with an `ok(got, expected)` method, registered with `@register`
+(registry.py). A check maps (got, expected) chunks to a boolean "ok" mask; `run_check` walks the
+tensors in chunks (large outputs stay within memory) and gathers the evidence WRONG_ANSWER shows:
+worst absolute and relative error, NaN/Inf counts, and up to five mismatches (index, got,
+expected). Importing this package does not import torch (problem.yaml loading goes through it).
+
+Adding a check: a module here defining a registered `Check` subclass, and its import below.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-import torch
+from typing import TYPE_CHECKING
 
 from judge.contract.report import CheckResult, Mismatch
-from judge.problem.spec import AllClose, Exact
+
+# The checks: importing a module registers its check (the order is the order errors list them).
+from judge.problem.checks.allclose import AllClose
+from judge.problem.checks.custom import Custom
+from judge.problem.checks.exact import Exact
+from judge.problem.checks.registry import CHECKS, Check, register, union
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["CHECKS", "CHUNK", "MAX_MISMATCHES", "AllClose", "Check", "Custom", "Exact", "register",
+           "run_check", "union"]
 
 MAX_MISMATCHES = 5
 CHUNK = 1 << 25
 
 
-def allclose(spec: AllClose, g: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """|g - e| <= atol + rtol*|e| where e is finite; NaN must meet NaN, ±Inf the same ±Inf."""
-    within = ((g - e).abs() <= spec.atol + spec.rtol * e.abs()) & torch.isfinite(g)
-    same_special = (torch.isnan(g) & torch.isnan(e)) | (torch.isinf(e) & (g == e))
-    return torch.where(torch.isfinite(e), within, same_special)
+def run_check(spec: Check, output: str, got: torch.Tensor, exp: torch.Tensor) -> CheckResult:
+    """Apply the spec's check to one output; a shape mismatch is itself a failure."""
+    import torch
 
-
-def exact(spec: Exact, g: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    return (g == e) | (torch.isnan(g) & torch.isnan(e))
-
-
-CHECKS: dict[str, Callable[..., torch.Tensor]] = {"allclose": allclose, "exact": exact}
-
-
-def run_check(spec: AllClose | Exact, output: str, got: torch.Tensor, exp: torch.Tensor) -> CheckResult:
-    """Apply the spec's named check to one output; a shape mismatch is itself a failure."""
     if tuple(got.shape) != tuple(exp.shape):
         return CheckResult(check=spec.name, output=output, passed=False, numel=got.numel(),
                            n_bad=got.numel(), message=f"reference has shape {tuple(exp.shape)}, "
                            f"the output {tuple(got.shape)}")
-    fn = CHECKS[spec.name]
     wide = torch.float64 if got.dtype.is_floating_point or exp.dtype.is_floating_point else torch.int64
     g_all, e_all = got.reshape(-1), exp.to(got.device).reshape(-1)
     n_bad = nan = inf = 0
@@ -46,7 +47,7 @@ def run_check(spec: AllClose | Exact, output: str, got: torch.Tensor, exp: torch
     for start in range(0, g_all.numel(), CHUNK):
         g = g_all[start:start + CHUNK].to(wide)
         e = e_all[start:start + CHUNK].to(wide)
-        bad = ~fn(spec, g, e)
+        bad = ~spec.ok(g, e)
         n_bad += int(bad.sum())
         if wide == torch.float64:
             nan += int(torch.isnan(g).sum())

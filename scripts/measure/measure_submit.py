@@ -6,8 +6,8 @@
    measured), cached, and the very first run on a machine (peaks measured too);
 3. the spread of medians over 5 repeated `judge submit` runs of an hgemm reference solution.
 
-Usage: python3 scripts/measure_submit.py [VECTOR_ADD_SOLUTION] [HGEMM_SOLUTION] > out.md
-       python3 scripts/measure_submit.py --repeat-only [HGEMM_SOLUTION]    # step 3 only
+Usage: python3 scripts/measure/measure_submit.py [VECTOR_ADD_SOLUTION] [HGEMM_SOLUTION] > out.md
+       python3 scripts/measure/measure_submit.py --repeat-only [HGEMM_SOLUTION]    # step 3 only
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def wall(cmd: list[str], env: dict) -> tuple[float, subprocess.CompletedProcess]:
@@ -39,7 +39,8 @@ def main() -> None:
     args = [a for a in args if a != "--repeat-only"]
     if repeat_only:
         args = [""] + args
-    va = args[0] if len(args) > 0 and args[0] else str(sorted((ROOT / "reference_solutions/vector_add").glob("*.cu"))[-1])
+    va = (args[0] if len(args) > 0 and args[0]
+          else str(sorted((ROOT / "reference_solutions/vector_add").glob("*.cu"))[-1]))
     hg = args[1] if len(args) > 1 else str(sorted((ROOT / "reference_solutions/hgemm").glob("*.cu"))[-1])
     cache = Path(tempfile.mkdtemp(prefix="judge-cache-"))
     env = dict(os.environ, JUDGE_CACHE=str(cache))

@@ -15,7 +15,7 @@ run one at a time, then times three things over N files:
 overhead per task = (cluster - local) / N. The files are REJECTED by the static source policy
 (an include the policy refuses), so nvcc is not timed: the number is the dispatch cost alone.
 
-    python3 scripts/cluster_overhead.py [--tasks 20] [--json]
+    python3 scripts/measure/cluster_overhead.py [--tasks 20] [--json]
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
@@ -41,8 +41,7 @@ def main() -> int:
     import ray
     from ray.cluster_utils import Cluster
 
-    from judge.board import cluster
-    from judge.board import cluster_task
+    from judge.board import cluster, cluster_task
     from judge.board import submissions as leaderboard
 
     tmp = Path(tempfile.mkdtemp(prefix="cluster-overhead-"))
