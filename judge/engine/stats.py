@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import TYPE_CHECKING
 
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
+
 if TYPE_CHECKING:  # the worker imports this module and must stay light (no pydantic)
     from judge.contract.report import Stats
 
@@ -30,7 +32,7 @@ class Policy:
     batch_s: float = 0.05  # GPU time per batch between stopping checks
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
 
-    def for_baseline(self) -> "Policy":
+    def for_baseline(self) -> Policy:
         """Each baseline run (before and after the candidate) gets half the candidate's time."""
         return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2)
 
@@ -76,7 +78,7 @@ def stop_reason(samples: list[float], spent_s: float, policy: Policy) -> str | N
 
 def batch_size(per_call_ms: float, policy: Policy) -> int:
     """Calls per batch so that one batch takes about `policy.batch_s` of GPU time."""
-    return max(1, min(1000, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
+    return max(1, min(MAX_CALLS_PER_BATCH, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
 
 
 def warmup_count(first_ms: float, policy: Policy) -> int:
