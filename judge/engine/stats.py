@@ -1,6 +1,6 @@
 """The timing method's statistics (DESIGN.md §6): median with a distribution-free confidence
-interval, and the adaptive stopping rule. Pure Python: the worker runs it without torch, and
-the tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
+interval, and the adaptive stopping rule. Pure Python (no torch, no pydantic at import): the
+tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
 worker only times the batches it is asked for.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
-if TYPE_CHECKING:  # the worker imports this module and must stay light (no pydantic)
+if TYPE_CHECKING:  # stays light to import (no pydantic)
     from judge.contract.report import Stats
 
 
