@@ -14,6 +14,8 @@ from judge.contract.report import Stats
 from judge.worker.client import WorkerFailure
 from judge.engine.timing import ImpossibleTime, time_target
 
+from fakes import FakeWorker
+
 
 def stats(median: float, lo: float, hi: float) -> Stats:
     return Stats(median_ms=median, ci_low_ms=lo, ci_high_ms=hi, min_ms=lo, samples=100, warmup_calls=3,
@@ -164,18 +166,6 @@ def test_warmup_count_examples():
 
 # -- the timing loop, driven through a fake worker --------------------------------------------------------
 
-class FakeWorker:
-    def __init__(self, per_call_ms, count=None):
-        self.per_call_ms, self.count, self.asked = per_call_ms, count, []
-
-    def request(self, op, timeout_s, what, **args):
-        assert op == "time_batch"
-        k = args["k"]
-        self.asked.append(k)
-        n = self.count(k) if self.count else k
-        return {"times_ms": [self.per_call_ms(len(self.asked), i) for i in range(n)]}
-
-
 def drive(gen):
     events = []
     try:
@@ -186,7 +176,7 @@ def drive(gen):
 
 
 def test_time_target_stops_on_noise_and_counts_warmup():
-    w = FakeWorker(lambda b, i: 0.001)
+    w = FakeWorker(lambda b, i: 0.001, only={"time_batch"})
     policy = Policy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10, min_time_s=0.0)
     result, events = drive(time_target(w, policy, 1.0, lambda n: ("progress", n)))
     assert result.stop_reason == "noise" and result.median_ms == 0.001
@@ -197,14 +187,14 @@ def test_time_target_stops_on_noise_and_counts_warmup():
 
 def test_time_target_respects_max_samples():
     rng = random.Random(0)
-    w = FakeWorker(lambda b, i: 0.001 * (1 + rng.random()))
+    w = FakeWorker(lambda b, i: 0.001 * (1 + rng.random()), only={"time_batch"})
     policy = Policy(max_samples=30, warmup_ms=0.001, batch_s=0.000007, budget_s=100)
     result, _ = drive(time_target(w, policy, 1.0, lambda n: n))
     assert result.stop_reason == "max_samples" and result.samples == 30
 
 
 def test_time_target_rejects_impossible_times():
-    w = FakeWorker(lambda b, i: 10_000.0)  # 10 s of "GPU time" reported instantly
+    w = FakeWorker(lambda b, i: 10_000.0, only={"time_batch"})  # 10 s of "GPU time" reported instantly
     with pytest.raises(ImpossibleTime):
         drive(time_target(w, Policy(), 1.0, lambda n: n))
 
@@ -212,7 +202,7 @@ def test_time_target_rejects_impossible_times():
 @pytest.mark.parametrize("count, value", [(lambda k: k - 1 if k > 1 else 0, 0.001), (None, float("nan")),
                                           (None, -1.0)])
 def test_time_target_rejects_malformed_batches(count, value):
-    w = FakeWorker(lambda b, i: value, count)
+    w = FakeWorker(lambda b, i: value, count=count, only={"time_batch"})
     with pytest.raises(WorkerFailure) as info:
         drive(time_target(w, Policy(), 1.0, lambda n: n))
     assert info.value.kind == "protocol"

@@ -15,9 +15,11 @@ from judge.engine.compare import Compared, Comparison, ShapeComparison, interlea
 from judge.contract.report import Stats
 from judge.engine.score import compare, compare_verdict, drift_flagged, ratio_interval
 from judge.engine.timing import Timer
+from judge.worker.client import WorkerFailure
 from judge.contract.verdict import Status
 
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
+from fakes import GPU, FakeInterleaved, FakeWorker, Log, pair_session
 
 runner = CliRunner()
 
@@ -122,28 +124,11 @@ def test_existing_callers_unchanged():
 
 # -- interleaving, through fake workers -------------------------------------------------------------
 
-class Log:
-    def __init__(self):
-        self.batches: list[tuple[str, int]] = []
-
-
-class FakeWorker:
-    """Answers time_batch with constant times, logging who was asked when."""
-
-    def __init__(self, name: str, log: Log, per_call_ms: float):
-        self.name, self.log, self.per_call_ms = name, log, per_call_ms
-
-    def request(self, op, timeout_s, what, **args):
-        assert op == "time_batch"
-        self.log.batches.append((self.name, args["k"]))
-        return {"times_ms": [self.per_call_ms] * args["k"]}
-
-
 def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
     log = Log()
     policy = Policy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
-    fast = Timer(FakeWorker("A", log, 0.001), policy, 1.0)
-    slow = Timer(FakeWorker("B", log, 0.002), Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
+    fast = Timer(FakeWorker(0.001, name="A", log=log, only={"time_batch"}), policy, 1.0)
+    slow = Timer(FakeWorker(0.002, name="B", log=log, only={"time_batch"}), Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
                                                           budget_s=10, min_time_s=0.0), 1.0)
     for t in (fast, slow):
         t.warm_up()
@@ -161,7 +146,7 @@ def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
 
 def test_interleave_propagates_a_step_failure():
     log = Log()
-    timers = [Timer(FakeWorker(n, log, 0.001), Policy(), 1.0) for n in "AB"]
+    timers = [Timer(FakeWorker(0.001, name=n, log=log, only={"time_batch"}), Policy(), 1.0) for n in "AB"]
 
     def boom(t):
         raise RuntimeError(t.worker.name)
@@ -172,65 +157,25 @@ def test_interleave_propagates_a_step_failure():
 
 # -- the interleaved run, GPU parts faked -----------------------------------------------------------
 
-class FakeCandidate:
-    """A candidate worker: answers everything, times constant calls, may crash on a timed batch."""
-
-    role = "candidate"
-
-    def __init__(self, name: str, log: Log, per_call_ms: float, crash_on_batch: int | None = None):
-        self.name, self.log, self.per_call_ms, self.crash_on_batch = name, log, per_call_ms, crash_on_batch
-        self.ops: list[str] = []
-        self.closed = False
-
-    def wait_ready(self):
-        return {}
-
-    def request(self, op, timeout_s, what, **args):
-        self.ops.append(op)
-        if op != "time_batch":
-            return {}
-        self.log.batches.append((self.name, args["k"]))
-        if self.crash_on_batch is not None and len(self.log.batches) >= self.crash_on_batch:
-            from judge.worker.client import WorkerFailure
-
-            raise WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV")
-        return {"times_ms": [self.per_call_ms] * args["k"]}
-
-    def close(self):
-        self.closed = True
-
-
-def interleaved(monkeypatch, workers, rechecked):
+def interleaved(monkeypatch, workers, rechecked, log):
+    """Runs compare's timing (`time_pair`) of vector_add on `workers` (A, B); returns the result."""
     from judge.gpu import device
     from judge.problem import spec
-    from judge.engine.benchmarks import Slots
-    from judge.engine.run import Options
-
-    class Buffers:
-        def free(self):
-            pass
 
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
     result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
     policy = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
     built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
-    run = comparing._Interleaved(p, (p.root / "a.cu", p.root / "b.cu"), built, Options(policy=policy), result)
-    spawned = iter(workers)
-    monkeypatch.setattr(device, "gpus", lambda: [type("G", (), {"index": 0})()])
-    monkeypatch.setattr(run, "_spawn", lambda role, torch=False: run.workers.append(next(spawned)) or run.workers[-1])
-    monkeypatch.setattr(run, "_start_torch", lambda: setattr(run, "buffers", Buffers()))
-    monkeypatch.setattr(run, "_slots", lambda j, w: Slots([{}, {}, {}], [], [[], [], []], [[], [], []]))
-    monkeypatch.setattr(run, "_recheck", lambda j, w, slots, s: rechecked.append(
-        (j, [n for n, _ in workers[0].log.batches][-1], s)))
-    return run, result
+    monkeypatch.setattr(device, "gpus", lambda: [GPU])
+    list(comparing.time_pair(pair_session(p, workers, policy=policy), built, result, FakeInterleaved(log, rechecked)))
+    return result
 
 
 def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch):
     log, rechecked = Log(), []
-    a, b = FakeCandidate("A", log, 0.002), FakeCandidate("B", log, 0.001)
-    run, result = interleaved(monkeypatch, [a, b], rechecked)
-    list(run.go())
-    run.close()
+    a, b = FakeWorker(0.002, name="A", log=log), FakeWorker(0.001, name="B", log=log)
+    result = interleaved(monkeypatch, [a, b], rechecked, log)
+    assert result.status == Status.ACCEPTED and result.failed is None, result.message
     assert [s.workload for s in result.shapes] == ["n=33554432", "n=268435456"]
     assert all(s.verdict == "FASTER" and s.ratio == pytest.approx(0.5) for s in result.shapes)
     assert a.ops[0] == "init" and a.ops.count("map") == 2 and a.ops.count("unmap") == 2
@@ -244,15 +189,15 @@ def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch
 
 
 def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
-    from judge.engine.run import _Verdict
-
     log = Log()
-    a, b = FakeCandidate("A", log, 0.001), FakeCandidate("B", log, 0.001, crash_on_batch=6)
-    run, result = interleaved(monkeypatch, [a, b], [])
-    with pytest.raises(_Verdict) as info:
-        list(run.go())
-    assert info.value.status == Status.RUNTIME_ERROR and info.value.message.startswith("B: ")
-    assert "SIGSEGV" in info.value.message and result.failed == "B"
+    crash = WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV")
+    a = FakeWorker(0.001, name="A", log=log)
+    b = FakeWorker(0.001, name="B", log=log, fail=lambda op, w: crash if op == "time_batch" and len(log.batches) >= 6
+                   else None)
+    result = interleaved(monkeypatch, [a, b], [], log)
+    assert result.status == Status.RUNTIME_ERROR and result.message.startswith("B: ")
+    assert "SIGSEGV" in result.message and result.failed == "B"
+    assert result.shapes == [] and a.closed and b.closed
 
 
 # -- the CLI --------------------------------------------------------------------------------------

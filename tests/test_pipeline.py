@@ -17,6 +17,7 @@ from judge.build.cuda import CUDA
 from judge.engine.run import Options, evaluate
 from judge.contract.verdict import Status
 from judge.practice.verify import ControlError, controls, expected_status
+from judge.worker import protocol
 
 from conftest import PROBLEMS_DIR
 from test_spec import VALID, write_problem
@@ -155,7 +156,7 @@ def test_fill_input_kinds():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_poison_makes_every_element_large_or_nan(dtype):
-    for byte in (workloads.POISON_BYTES[0], workloads.POISON_BYTES[-1], 0x7F, 0xC0):
+    for byte in (*protocol.POISON_BYTES, 0x7F, 0xC0):
         t = torch.zeros(8, dtype=dtype)
         workloads.poison(t, byte)
         v = t.double()

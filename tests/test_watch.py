@@ -21,6 +21,7 @@ from judge.contract.verdict import Status
 from judge.practice.watch import ChangeDetector, Judged, ReferenceCache, WatchSession
 
 from conftest import PROBLEMS_DIR
+from fakes import FakeWorker
 
 runner = CliRunner()
 
@@ -123,18 +124,6 @@ def test_cache_beyond_its_limit_computes_every_time():
     for _ in range(3):
         cache.get("k", lambda: calls.append(1) or big)
     assert len(calls) == 3 and cache.used_bytes == 0 and not cache.entries
-
-
-class FakeWorker:
-    instances = 0
-
-    def __init__(self):
-        FakeWorker.instances += 1
-        self.id = FakeWorker.instances
-        self.closed = False
-
-    def close(self):
-        self.closed = True
 
 
 class FakePipeline:

@@ -1,31 +1,41 @@
-"""The benchmark phase of a run, mixed into the pipeline's `_Run` (DESIGN.md §6, docs/timing.md).
+"""The timed phase of a submit run (DESIGN.md §6, docs/timing.md): `TimedPhase`.
 
 Per benchmark shape: input slots in the parent's memory, mapped into every worker; the baselines
 timed before and after the candidate, each in its own worker; the candidate's timed batches with
-fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and re-checks
-after; the roofline floor; telemetry around the shape.
+fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and
+re-checks after (`batch_guards`); the roofline floor; telemetry around the shape.
+
+Each step is a method of `TimedPhase`, so that a later method of timing (a GPU-side hold, early
+stop) or of guarding (trusted timestamps, fingerprints) overrides one step and leaves the rest,
+and `evaluate()`, alone (judge/engine/run.py's `default_phases`).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Iterator
+import secrets
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING
 
-from judge.gpu import device
-from judge.engine.stats import Policy
 from judge.contract.events import BenchDone, Event, Stage, Timing
-from judge.engine.fresh import FreshBatches, InputsModified
-from judge.engine.guards import _Verdict, _incomplete
-from judge.contract.report import BaselineTiming, BenchResult
-from judge.worker.client import WorkerFailure, WorkerProcess
-from judge.engine.score import drift, drift_flagged, geomean
-from judge.problem.spec import Workload, workload_id
-from judge.engine.timing import ImpossibleTime, time_target
+from judge.contract.report import BaselineTiming, BenchResult, Stats
 from judge.contract.verdict import Status
+from judge.engine import buffers, guards
+from judge.engine.buffers import Slots
+from judge.engine.fresh import FreshBatches, InputsModified
+from judge.engine.outcome import RunFailure
+from judge.engine.roles import Worker, blame, impossible_time
+from judge.engine.score import drift, drift_flagged, geomean
+from judge.engine.session import Session
+from judge.engine.stats import Policy
+from judge.engine.timing import ImpossibleTime, time_target
+from judge.gpu import device
+from judge.problem.spec import Workload, workload_id
+from judge.worker.client import WorkerFailure
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
-RECHECK_SLOTS = 2
-MAX_SLOTS = 8  # input sets per shape: timed calls rotate over their (different) memory placements
-MAX_EVENTS = 1000  # calls per timed batch (judge/worker/main.py): one completeness count each
+if TYPE_CHECKING:
+    from judge.gpu.devmem import Buffer
+
+RECHECK_SLOTS = 2  # timed outputs re-checked per shape and target
 # A median below this fraction of the roofline floor is REJECTED. Not 1: the floor's peaks are
 # the best a copy and cuBLAS were seen to do, and correct kernels come near or past them
 # (cross_entropy's model answer reads at 102.5% of the copy bandwidth: read-only streams beat a
@@ -33,155 +43,151 @@ MAX_EVENTS = 1000  # calls per timed batch (judge/worker/main.py): one completen
 FLOOR_MARGIN = 0.5
 
 
-@dataclass
-class Slots:
-    """A benchmark shape's input sets (slots), filled, and what the workers are told about them."""
+class TimedPhase:
+    """The candidate timed against the baselines on every benchmark shape, into the report."""
 
-    bufs: list[dict]  # per slot: tensor name -> Buffer
-    wire: list[dict]
-    args: list[list[dict]]
-    outputs: list[list[dict]]
-    tags: list[str] = field(default_factory=list)  # per slot: the phase its inputs were drawn under
-    sums: list[dict] = field(default_factory=list)  # per slot: input checksums (judge/gpu/integrity.py)
-
-
-
-class Benchmarks:
-    """Needs from its host class (`_Run`): problem, opts, report, candidate, baselines, buffers,
-    torch, gpu, and its `_ask`, `_ready`, `_gate`, `_alloc`, `_args`, `_reference`, `_check`,
-    `_counter`, `_zero`, `_redraw`, `_inputs_changed`, `_failure` and `_wire_params`."""
-
-    def _benchmarks(self) -> Iterator[Event]:
-        for b, w in self.baselines:
-            self._ready(w, f"starting baseline {b.name}")
-            path, func = self.problem.impl_path(b.impl)
-            self._ask(w, "init", 300, f"loading baseline {b.name}", params=self._wire_params(),
-                      baseline={"file": str(path), "func": func})
-        peaks = device.peaks(self.gpu)
-        env = self.report.environment
-        unit = self.problem.spec.compute
-        env.peak_copy_gbps, env.peak_tflops, env.peak_unit = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1), unit
-        benches = self.problem.spec.benchmarks
+    def __call__(self, s: Session) -> Iterator[Event]:
+        self.load_baselines(s)
+        peaks = device.peaks(s.require_gpu())
+        env, unit = s.report.environment, s.problem.spec.compute
+        env.peak_copy_gbps, env.peak_tflops = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1)
+        env.peak_unit = unit
+        benches = s.problem.spec.benchmarks
         for j, w in enumerate(benches):
-            result = yield from self._bench_one(j, w, peaks)
-            self.report.benchmarks.append(result)
+            result = yield from self.shape(s, j, w, peaks)
+            s.report.benchmarks.append(result)
             yield BenchDone(j, len(benches), result)
-        self.report.geomean_speedup = geomean(r.speedup for r in self.report.benchmarks)
-        if self.problem.baselines:
-            self.report.baseline_name = self.problem.baselines[0].name
+        s.report.geomean_speedup = geomean(r.speedup for r in s.report.benchmarks)
+        if s.problem.baselines:
+            s.report.baseline_name = s.problem.baselines[0].name
 
-    def _bench_one(self, j: int, w: Workload, peaks: device.Peaks):
+    def load_baselines(self, s: Session) -> None:
+        for b, w in s.baselines:
+            path, func = s.problem.impl_path(b.impl)
+            s.load(w, {"baseline": {"file": str(path), "func": func}}, f"loading baseline {b.name}", timeout_s=300)
+
+    def shape(self, s: Session, j: int, w: Workload, peaks: device.Peaks) -> Generator[Event, None, BenchResult]:
+        """One benchmark shape: baselines before, the candidate, the floor, baselines after."""
         wid = workload_id(w)
-        yield Stage(f"benchmark {j + 1}/{len(self.problem.spec.benchmarks)}: {wid}: preparing inputs")
-        self._gate(f"benchmark {wid}")
-        slots = self._slots(j, w)
-        counter = self._counter(f"bench{j}", MAX_EVENTS)
-        everyone = [self.candidate] + [wk for _, wk in self.baselines]
+        yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: preparing inputs")
+        guards.gate(s, f"benchmark {wid}")
+        slots = buffers.make_slots(s, j, w)
+        counts = guards.counter(s, f"bench{j}", MAX_CALLS_PER_BATCH)
+        everyone = [s.candidate] + [wk for _, wk in s.baselines]
         for wk in everyone:
-            self._map_slots(wk, slots, counter if wk is self.candidate else None)
-        tel_before = device.telemetry(self.gpu.index)
-        before = {}
-        for b, wk in self.baselines:
-            before[b.name] = yield from self._time(wk, wid, f"{b.name} (before)", self.opts.baseline_policy,
-                                                   max_k=len(slots.bufs))
-
-        def completeness(k: int) -> None:
-            left = int(counter.tensor[:k].sum())
-            if left:
-                raise _Verdict(Status.REJECTED, _incomplete(left, f"a timed call on {wid}"))
-
-        n = len(slots.bufs)
-        fresh = FreshBatches(n, RECHECK_SLOTS, redraw=lambda ids, d: self._redraw(j, w, slots, ids, d),
-                             changed=lambda ids: self._inputs_changed(slots, ids),
-                             recheck=lambda s: self._recheck(j, w, slots, s), counts=completeness,
-                             zero=lambda: self._zero(counter))
-        try:
-            stats = yield from self._time(self.candidate, wid, "candidate", self.opts.policy, max_k=n,
-                                          before_batch=fresh.before, after_batch=fresh.after,
-                                          after_warmup=fresh.after_warmup)
-            checked = fresh.finish()
-        except InputsModified as e:
-            raise _Verdict(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
-                           "inputs are read-only") from None
-        flops, nbytes = float(self.problem.flops(w)), float(self.problem.bytes(w))
-        floor_ms = max(flops / (peaks.tflops(self.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
-        med = stats.median_ms
-        if med < FLOOR_MARGIN * floor_ms:
-            raise _Verdict(Status.REJECTED, f"impossible time on {wid}: the median, {med:.4f} ms, is below half the "
-                           f"roofline floor ({floor_ms:.4f} ms: {nbytes / 1e6:.1f} MB at the measured "
-                           f"{peaks.copy_gbps:.0f} GB/s, or {flops / 1e9:.2f} GFLOP at the measured peak): "
-                           "work the timer did not see (another stream?)")
-        baselines = []
-        for b, wk in self.baselines:
-            after = yield from self._time(wk, wid, f"{b.name} (after)", self.opts.baseline_policy, max_k=len(slots.bufs))
-            mid = (before[b.name].median_ms + after.median_ms) / 2
-            baselines.append(BaselineTiming(name=b.name, before=before[b.name], after=after, median_ms=mid,
-                                            drift=drift(before[b.name], after),
-                                            drift_flagged=drift_flagged(before[b.name], after),
-                                            speedup=mid / stats.median_ms))
-        tel_after = device.telemetry(self.gpu.index)
-        for wk in everyone:
-            self._ask(wk, "unmap", 60, "unmapping buffers")
-        self.buffers.free()  # type: ignore[union-attr]
+            buffers.map_slots(s, wk, slots, counts if wk is s.candidate else None)
+        tel_before = device.telemetry(s.require_gpu().index)
+        before = yield from self.time_baselines(s, wid, "before", len(slots.bufs))
+        stats, checked = yield from self.time_candidate(s, j, w, slots, counts)
+        floor_ms = self.floor(s, w, stats, peaks)
+        after = yield from self.time_baselines(s, wid, "after", len(slots.bufs))
+        tel_after = device.telemetry(s.require_gpu().index)
+        buffers.unmap(s, everyone)
+        flops, nbytes, med = float(s.problem.flops(w)), float(s.problem.bytes(w)), stats.median_ms
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
-                           baselines=baselines, rechecked_slots=checked,
+                           baselines=sandwich(s, before, after, stats), rechecked_slots=checked,
                            telemetry_before=tel_before, telemetry_after=tel_after)
 
-    def _slots(self, j: int, w: Workload) -> Slots:
-        """Benchmark `j`'s input sets: as many as fit in 40% of free memory, up to MAX_SLOTS."""
-        from judge.problem import workloads
+    def time_baselines(self, s: Session, wid: str, when: str, max_k: int) -> Generator[Event, None, dict[str, Stats]]:
+        out = {}
+        for b, wk in s.baselines:
+            out[b.name] = yield from self.time(s, wk, wid, f"{b.name} ({when})", s.opts.baseline_policy, max_k=max_k)
+        return out
 
-        slot_bytes = sum(b for b in (self._nbytes(p.name, w) for p in self.problem.tensors))
-        free, _ = self.torch.cuda.mem_get_info()
-        n_slots = max(1, min(MAX_SLOTS, int(0.4 * free // max(slot_bytes, 1))))
-        slots = []
-        for s in range(n_slots):
-            bufs = self._alloc(f"bench{j}.{s}", w)
-            tensors = {n: b.tensor for n, b in bufs.items()}
-            with self._memory(f"the inputs of {workload_id(w)}"):
-                workloads.fill_inputs(self.problem, w, tensors, self.secret, f"bench{j}.{s}")
-            slots.append(bufs)
-        self.torch.cuda.synchronize()
-        wire = [b.wire() for bufs in slots for b in bufs.values()]
-        args = [self._args(bufs, w) for bufs in slots]
-        outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes, "dtype": bufs[p.name].dtype}
-                 for p in self.problem.outputs] for bufs in slots]
-        return Slots(slots, wire, args, outs, tags=[f"bench{j}.{s}" for s in range(n_slots)],
-                     sums=[{} for _ in range(n_slots)])
-
-    def _map_slots(self, worker: WorkerProcess, slots: Slots, counter=None) -> None:
-        """Map the slots into `worker` and set its timed calls; with `counter` (the candidate's),
-        each timed call's completeness count goes there."""
-        wire = slots.wire + ([counter.wire()] if counter is not None else [])
-        self._ask(worker, "map", 120, "mapping buffers", buffers=wire)
-        self._ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs,
-                  counter=counter.id if counter is not None else None)
-
-    def _recheck(self, j: int, w: Workload, slots: Slots, s: int) -> None:
-        """Check slot `s`'s output (of its last timed call) against the reference."""
+    def time_candidate(self, s: Session, j: int, w: Workload, slots: Slots,
+                       counts: Buffer) -> Generator[Event, None, tuple[Stats, int]]:
+        """The candidate's timed batches, each on fresh inputs and checked after; its Stats and
+        how many timed outputs were re-checked."""
         wid = workload_id(w)
-        tensors = {n: bt.tensor for n, bt in slots.bufs[s].items()}
-        with self._memory(f"the reference outputs of {wid}"):
-            expected = self._reference(slots.tags[s], w, tensors)
-        case = self._check(w, slots.bufs[s], expected)
-        del expected
-        if not case.passed:
-            case.workload += f" (timed call, slot {s})"
-            self.report.tests.append(case)
-            raise _Verdict(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+        fresh = self.batch_guards(s, j, w, slots, counts)
+        try:
+            stats = yield from self.time(s, s.candidate, wid, "candidate", s.opts.policy, max_k=len(slots.bufs),
+                                         before_batch=fresh.before, after_batch=fresh.after,
+                                         after_warmup=fresh.after_warmup)
+            return stats, fresh.finish()
+        except InputsModified as e:
+            raise RunFailure(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
+                             "inputs are read-only") from None
 
-    def _time(self, worker: WorkerProcess, wid: str, target: str, policy: Policy, **hooks):
+    def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer) -> FreshBatches:
+        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py)."""
+        wid = workload_id(w)
+        return FreshBatches(len(slots.bufs), RECHECK_SLOTS,
+                            redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d),
+                            changed=lambda ids: inputs_changed(s, slots, ids),
+                            recheck=lambda k: recheck(s, w, slots, k),
+                            counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
+                            zero=lambda: guards.zero(s, counts))
+
+    def time(self, s: Session, worker: Worker, wid: str, target: str, policy: Policy,
+             **hooks) -> Generator[Event, None, Stats]:
+        """One target's timing loop (judge/engine/timing.py); its failures blamed by role."""
         yield Timing(wid, target, 0)
         try:
-            return (yield from time_target(worker, policy, self.problem.spec.timeout_s,
+            return (yield from time_target(worker, policy, s.problem.spec.timeout_s,
                                            lambda n: Timing(wid, target, n), **hooks))
         except WorkerFailure as f:
-            raise self._failure(worker, f) from None
+            raise blame(worker, f) from None
         except ImpossibleTime as e:
-            raise _Verdict(Status.REJECTED if worker.role == "candidate" else Status.INTERNAL_ERROR,
-                           f"impossible time on {wid}: {e}") from None
+            raise impossible_time(worker, wid, e) from None
 
-    def _nbytes(self, name: str, w: Workload) -> int:
-        ct = dict(self.problem.params)[name]
-        return math.prod(self.problem.shape_of(name, w)) * ct.element.itemsize  # type: ignore[union-attr]
+    def floor(self, s: Session, w: Workload, stats: Stats, peaks: device.Peaks) -> float:
+        """The roofline floor (ms); a median under FLOOR_MARGIN of it is work the timer did not see."""
+        flops, nbytes = float(s.problem.flops(w)), float(s.problem.bytes(w))
+        floor_ms = max(flops / (peaks.tflops(s.problem.spec.compute) * 1e9), nbytes / (peaks.copy_gbps * 1e6))
+        med = stats.median_ms
+        if med < FLOOR_MARGIN * floor_ms:
+            raise RunFailure(Status.REJECTED, f"impossible time on {workload_id(w)}: the median, {med:.4f} ms, is "
+                             f"below half the roofline floor ({floor_ms:.4f} ms: {nbytes / 1e6:.1f} MB at the "
+                             f"measured {peaks.copy_gbps:.0f} GB/s, or {flops / 1e9:.2f} GFLOP at the measured "
+                             "peak): work the timer did not see (another stream?)")
+        return floor_ms
+
+
+def sandwich(s: Session, before: dict[str, Stats], after: dict[str, Stats], stats: Stats) -> list[BaselineTiming]:
+    """Each baseline's time as the mean of its medians before and after the candidate."""
+    out = []
+    for b, _ in s.baselines:
+        mid = (before[b.name].median_ms + after[b.name].median_ms) / 2
+        out.append(BaselineTiming(name=b.name, before=before[b.name], after=after[b.name], median_ms=mid,
+                                  drift=drift(before[b.name], after[b.name]),
+                                  drift_flagged=drift_flagged(before[b.name], after[b.name]),
+                                  speedup=mid / stats.median_ms))
+    return out
+
+
+def redraw_slots(s: Session, j: int, w: Workload, slots: Slots, ids: list[int], draw: int) -> None:
+    """Fresh inputs in the slots `ids` before a timed batch whose calls use each slot once, and the
+    checksums that the batch's calls must leave unchanged (judge/engine/guards.py's `redraw`)."""
+    for k in ids:
+        slots.tags[k] = f"bench{j}.{k}.draw{draw}"
+        slots.sums[k] = guards.redraw(s, w, slots.bufs[k], slots.tags[k], workload_id(w))
+    s.torch.cuda.synchronize()
+
+
+def inputs_changed(s: Session, slots: Slots, ids: list[int]) -> str:
+    """The first modified input among slots `ids`, named with its slot, or ""."""
+    for k in ids:
+        if changed := guards.changed(s, guards.inputs_of(s, slots.bufs[k]), slots.sums[k], f"input slot {k}"):
+            return ", ".join(changed) + f" (input slot {k})"
+    return ""
+
+
+def recheck(s: Session, w: Workload, slots: Slots, k: int) -> None:
+    """Check slot `k`'s output (of its last timed call) against the reference; a wrong one goes
+    into the report's tests as evidence."""
+    wid = workload_id(w)
+    with guards.memory(s, f"the reference outputs of {wid}"):
+        expected = buffers.reference(s, slots.tags[k], w, slots.bufs[k])
+    case = buffers.check(s, w, slots.bufs[k], expected)
+    del expected
+    if not case.passed:
+        case.workload += f" (timed call, slot {k})"
+        s.report.tests.append(case)
+        raise RunFailure(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+
+
+def recheck_sample(n_slots: int) -> list[int]:
+    """RECHECK_SLOTS distinct slots at random (fewer when there are fewer slots)."""
+    return secrets.SystemRandom().sample(range(n_slots), min(RECHECK_SLOTS, n_slots))

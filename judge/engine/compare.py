@@ -8,30 +8,37 @@ one's warm-up, batches alternate A B, B A, A B, ... (the same L2 flush, poisonin
 target's outputs are then re-checked (one more batch over every slot, two slots checked).
 The verdict per shape is `score.compare_verdict` (docs/timing.md): FASTER / SLOWER / SAME /
 AMBIGUOUS, of B against A.
+
+The timing runs on a `Session` of its own (judge/engine/session.py) with the engine's parts: the
+workers are candidates labelled "A" and "B", so that `roles.blame` names the side that failed.
 """
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict
 
 from judge.build import nvcc as build
-from judge.gpu import device
-from judge.contract.events import CaseDone, Event, Finished, Stage, Timing
-from judge.engine.benchmarks import RECHECK_SLOTS
-from judge.engine.run import Options, _Run, _Verdict, evaluate
 from judge.build import toolchain
 from judge.build.toolchain import Prepared
+from judge.contract.events import CaseDone, Event, Finished, Stage, Timing
 from judge.contract.report import Environment, Report, Stats, TestCase
-from judge.worker.client import WorkerFailure, WorkerProcess
-from judge.engine.score import NOISE_FLOOR, Verdict, compare_verdict, ratio_interval
-from judge.problem.spec import Problem, Workload, workload_id
-from judge.engine.timing import ImpossibleTime, Timer
 from judge.contract.verdict import Status
+from judge.engine import benchmarks, buffers
+from judge.engine.buffers import Slots
+from judge.engine.outcome import RunFailure
+from judge.engine.roles import CANDIDATE, Worker, blame, impossible_time
+from judge.engine.run import evaluate
+from judge.engine.score import NOISE_FLOOR, Verdict, compare_verdict, ratio_interval
+from judge.engine.session import Options, Session
+from judge.engine.timing import ImpossibleTime, Timer
+from judge.gpu import device
+from judge.problem.spec import Problem, Workload, workload_id
+from judge.worker.client import WorkerFailure
 
 LABELS = ("A", "B")
 
@@ -107,15 +114,9 @@ def _compare(problem: Problem, sources: tuple[Path, Path], opts: Options, result
         result.status = Status.ACCEPTED
         result.message = "the problem has no benchmark shapes: nothing to time"
         return
-    run = _Interleaved(problem, sources, built, opts, result)
-    try:
-        yield from run.go()
-        result.status = Status.ACCEPTED
-    except _Verdict as v:
-        result.status, result.message = v.status, v.message
-        result.evidence = list(run.report.tests)
-    finally:
-        run.close()
+    report = Report(problem=problem.name, solution=str(sources[0]), source_sha256="", mode="submit",
+                    status=Status.INTERNAL_ERROR)
+    yield from time_pair(Session(problem, opts, report), built, result)
 
 
 def _check(problem: Problem, label: str, source: Path, opts: Options):
@@ -144,76 +145,81 @@ def interleave(timers: list[Timer], step: Callable[[Timer], object]) -> Iterator
         yield sum(len(t.samples) for t in timers)
 
 
-class _Interleaved(_Run):
-    """The pipeline's run, with two candidates and no baselines: shared slots, interleaved timing."""
+def time_pair(s: Session, built: list[Prepared], result: Comparison,
+              timed: Interleaved | None = None) -> Iterator[Event]:
+    """Both libraries loaded, then timed interleaved on every shape, into `result` (its shapes,
+    status, message, the failing side and the evidence of a wrong timed output). Closes `s`."""
+    timed = timed or Interleaved()
+    try:
+        pair = start_pair(s, built)
+        for j, w in enumerate(s.problem.spec.benchmarks):
+            shape = yield from timed.shape(s, j, w, pair)
+            result.shapes.append(shape)
+        result.status = Status.ACCEPTED
+    except RunFailure as f:
+        result.status, result.message, result.failed = f.status, f.message, f.culprit or result.failed
+        result.evidence = list(s.report.tests)
+    finally:
+        s.close()
 
-    def __init__(self, problem: Problem, sources: tuple[Path, Path], built: list[Prepared],
-                 opts: Options, result: Comparison):
-        report = Report(problem=problem.name, solution=str(sources[0]), source_sha256="", mode="submit",
-                        status=Status.INTERNAL_ERROR)
-        super().__init__(problem, sources[0], opts, report)
-        self.built, self.result = built, result
-        self.labels: dict[int, str] = {}
 
-    def go(self) -> Iterator[Event]:
-        self.gpu = next((g for g in device.gpus() if g.index == self.opts.device), None)
-        if self.gpu is None:
-            raise _Verdict(Status.INTERNAL_ERROR, "the GPU went away between the tests and the timing")
-        yield Stage("starting the workers")
-        pair = []
-        for label in LABELS:
-            w = self._spawn("candidate")
-            self.labels[id(w)] = label
-            pair.append(w)
-        self._start_torch()
-        for w, r in zip(pair, self.built):
-            self._ready(w, "starting the worker")
-            self._ask(w, "init", 30, "loading the library", params=self._wire_params(), **r.load)
-        for j, w in enumerate(self.problem.spec.benchmarks):
-            shape = yield from self._one(j, w, pair)
-            self.result.shapes.append(shape)
+def start_pair(s: Session, built: list[Prepared]) -> list[Worker]:
+    """A candidate worker per side, labelled A and B, each with its library loaded."""
+    s.gpu = next((g for g in device.gpus() if g.index == s.opts.device), None)
+    if s.gpu is None:
+        raise RunFailure(Status.INTERNAL_ERROR, "the GPU went away between the tests and the timing")
+    pair = [s.spawn(CANDIDATE, label=label) for label in LABELS]
+    s.start_torch()
+    for w, r in zip(pair, built):
+        s.load(w, r.load)
+    return pair
 
-    def _failure(self, worker: WorkerProcess, f: WorkerFailure) -> _Verdict:
-        v = super()._failure(worker, f)
-        return self._blame(worker, v)
 
-    def _blame(self, worker: WorkerProcess, v: _Verdict) -> _Verdict:
-        label = self.labels.get(id(worker), "?")
-        self.result.failed = label
-        v.message = f"{label}: {v.message}"
-        return v
+class Interleaved:
+    """compare's timed phase on one shape: shared slots, both sides timed in turn, then re-checked.
+    `slots` and `recheck` are the engine's parts (judge/engine/buffers.py, benchmarks.py)."""
 
-    def _one(self, j: int, w: Workload, pair: list[WorkerProcess]):
+    def shape(self, s: Session, j: int, w: Workload, pair: list[Worker]) -> Generator[Event, None, ShapeComparison]:
         wid = workload_id(w)
-        yield Stage(f"benchmark {j + 1}/{len(self.problem.spec.benchmarks)}: {wid}: preparing inputs")
-        slots = self._slots(j, w)
+        yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: preparing inputs")
+        slots = self.slots(s, j, w)
         for wk in pair:
-            self._map_slots(wk, slots)
-        timers = [Timer(wk, self.opts.policy, self.problem.spec.timeout_s) for wk in pair]
+            buffers.map_slots(s, wk, slots)
+        timers = [Timer(wk, s.opts.policy, s.problem.spec.timeout_s) for wk in pair]
         for t in timers:
-            self._guard(t, wid, t.warm_up)
+            guarded(t, wid, t.warm_up)
         yield Timing(wid, "A and B, interleaved", 0)
-        for n in interleave(timers, lambda t: self._guard(t, wid, t.step)):
+        for n in interleave(timers, lambda t: guarded(t, wid, t.step)):
             yield Timing(wid, "A and B, interleaved", n)
         stats = [t.stats() for t in timers]
-        for t in timers:  # every slot gets this target's output, two are checked
-            self._guard(t, wid, lambda t=t: t.batch(len(slots.bufs)))
-            try:
-                for s in secrets.SystemRandom().sample(range(len(slots.bufs)), min(RECHECK_SLOTS, len(slots.bufs))):
-                    self._recheck(j, w, slots, s)
-            except _Verdict as v:
-                raise self._blame(t.worker, v) from None
-        for wk in pair:
-            self._ask(wk, "unmap", 60, "unmapping buffers")
-        self.buffers.free()  # type: ignore[union-attr]
+        for t in timers:
+            self.check_outputs(s, j, w, slots, t)
+        buffers.unmap(s, pair)
         ratio, low, high = ratio_interval(stats[1], stats[0])
         return ShapeComparison(workload=wid, a=stats[0], b=stats[1], ratio=ratio, ratio_low=low,
                                ratio_high=high, verdict=compare_verdict(stats[1], stats[0]))
 
-    def _guard(self, timer: Timer, wid: str, fn: Callable[[], object]) -> None:
+    def check_outputs(self, s: Session, j: int, w: Workload, slots: Slots, timer: Timer) -> None:
+        """Every slot gets this target's output (one more batch), two are checked."""
+        guarded(timer, workload_id(w), lambda: timer.batch(len(slots.bufs)))
         try:
-            fn()
-        except WorkerFailure as f:
-            raise self._failure(timer.worker, f) from None
-        except ImpossibleTime as e:
-            raise self._blame(timer.worker, _Verdict(Status.REJECTED, f"impossible time on {wid}: {e}")) from None
+            for k in benchmarks.recheck_sample(len(slots.bufs)):
+                self.recheck(s, j, w, slots, k)
+        except RunFailure as f:
+            raise blame(timer.worker, f) from None
+
+    def slots(self, s: Session, j: int, w: Workload) -> Slots:
+        return buffers.make_slots(s, j, w)
+
+    def recheck(self, s: Session, j: int, w: Workload, slots: Slots, k: int) -> None:
+        benchmarks.recheck(s, w, slots, k)
+
+
+def guarded(timer: Timer, wid: str, fn: Callable[[], object]) -> None:
+    """A step of `timer`; a failure blamed on its worker's side."""
+    try:
+        fn()
+    except WorkerFailure as f:
+        raise blame(timer.worker, f) from None
+    except ImpossibleTime as e:
+        raise impossible_time(timer.worker, wid, e) from None

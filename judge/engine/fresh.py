@@ -12,7 +12,7 @@ re-checks one of the batch's outputs against the reference.
 from __future__ import annotations
 
 import secrets
-from typing import Callable
+from collections.abc import Callable
 
 RECHECK_CHANCE = 0.25  # per timed batch, until the shape's re-check quota is spent
 

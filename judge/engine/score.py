@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 from judge.contract.report import Stats
 
@@ -12,7 +13,7 @@ NOISE_FLOOR = 0.01  # differences of medians within 1% are noise, never FASTER /
 NOISE_TARGET = 0.005  # a CI half-width within ±0.5% of its median is narrow (the timing's noise target)
 
 
-def geomean(values: Iterable[float]) -> float | None:
+def geomean(values: Iterable[float | None]) -> float | None:
     vals = [v for v in values if v and v > 0]
     if not vals:
         return None

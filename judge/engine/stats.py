@@ -1,6 +1,6 @@
 """The timing method's statistics (DESIGN.md §6): median with a distribution-free confidence
-interval, and the adaptive stopping rule. Pure Python: the worker runs it without torch, and
-the tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
+interval, and the adaptive stopping rule. Pure Python (no torch, no pydantic at import): the
+tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
 worker only times the batches it is asked for.
 """
 from __future__ import annotations
@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the worker imports this module and must stay light (no pydantic)
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
+
+if TYPE_CHECKING:  # stays light to import (no pydantic)
     from judge.contract.report import Stats
 
 
@@ -30,7 +32,7 @@ class Policy:
     batch_s: float = 0.05  # GPU time per batch between stopping checks
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
 
-    def for_baseline(self) -> "Policy":
+    def for_baseline(self) -> Policy:
         """Each baseline run (before and after the candidate) gets half the candidate's time."""
         return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2)
 
@@ -76,7 +78,7 @@ def stop_reason(samples: list[float], spent_s: float, policy: Policy) -> str | N
 
 def batch_size(per_call_ms: float, policy: Policy) -> int:
     """Calls per batch so that one batch takes about `policy.batch_s` of GPU time."""
-    return max(1, min(1000, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
+    return max(1, min(MAX_CALLS_PER_BATCH, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
 
 
 def warmup_count(first_ms: float, policy: Policy) -> int:

@@ -7,14 +7,18 @@ time by its own wall clock: time that does not fit is tampering.
 from __future__ import annotations
 
 import time
-from typing import Callable, Generator
+from collections.abc import Callable, Generator
+from typing import TypeVar
 
-from judge.engine.stats import Policy, batch_size, stop_reason, summarize, warmup_count
 from judge.contract.report import Stats
-from judge.worker.client import WorkerFailure, WorkerProcess
+from judge.engine.roles import Worker
+from judge.engine.stats import Policy, batch_size, stop_reason, summarize, warmup_count
+from judge.worker.client import WorkerFailure
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
 WALL_SLACK_MS = 1.0
 REST_PER_CALL_MS = 0.5  # calls at least this long rest after each call, shorter ones per batch
+T = TypeVar("T")
 
 
 class ImpossibleTime(Exception):
@@ -25,7 +29,7 @@ class Timer:
     """One target's timing loop, a batch at a time, so that the parent can interleave targets
     (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
-    def __init__(self, worker: WorkerProcess, policy: Policy, timeout_s: float,
+    def __init__(self, worker: Worker, policy: Policy, timeout_s: float,
                  before_batch: Callable[[int], object] | None = None,
                  after_batch: Callable[[int], object] | None = None, max_k: int | None = None):
         """`before_batch(k)` and `after_batch(k)` run in the parent around every batch (warm-up
@@ -64,11 +68,11 @@ class Timer:
         self.warm = self.batch(1)
         more = warmup_count(self.warm[0], self.policy)
         while more > 0:
-            self.warm += self.batch(min(more, 1000))
-            more -= 1000
+            self.warm += self.batch(min(more, MAX_CALLS_PER_BATCH))
+            more -= MAX_CALLS_PER_BATCH
         call_ms = sorted(self.warm[-3:])[len(self.warm[-3:]) // 2]
         self.per_call = call_ms >= REST_PER_CALL_MS
-        self.k = min(batch_size(call_ms, self.policy), self.max_k or 1000)
+        self.k = min(batch_size(call_ms, self.policy), self.max_k or MAX_CALLS_PER_BATCH)
 
     def step(self) -> str | None:
         """One batch of samples; the stopping rule's reason to stop now, or None to go on."""
@@ -83,11 +87,11 @@ class Timer:
         return summarize(self.samples, len(self.warm), self.reason)
 
 
-def time_target(worker: WorkerProcess, policy: Policy, timeout_s: float,
-                progress: Callable[[int], object], before_batch: Callable[[int], object] | None = None,
+def time_target(worker: Worker, policy: Policy, timeout_s: float,
+                progress: Callable[[int], T], before_batch: Callable[[int], object] | None = None,
                 after_batch: Callable[[int], object] | None = None,
                 after_warmup: Callable[[], object] | None = None,
-                max_k: int | None = None) -> Generator[object, None, Stats]:
+                max_k: int | None = None) -> Generator[T, None, Stats]:
     """Yields progress events (whatever `progress(n)` makes); returns the Stats. `after_warmup()`
     runs between the warm-up and the first timed batch."""
     timer = Timer(worker, policy, timeout_s, before_batch, after_batch, max_k)

@@ -14,8 +14,6 @@ import torch
 from judge.problem import pyfile
 from judge.problem.spec import InputSpec, Problem, Workload
 
-POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]
-
 
 def derive_seed(*parts: object) -> int:
     h = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
@@ -55,7 +53,8 @@ def fill_inputs(problem: Problem, workload: Workload, tensors: dict[str, torch.T
 
 
 def poison(t: torch.Tensor, byte: int) -> None:
-    """Fill with a byte pattern whose value is |x| >= 2 or NaN: an unwritten element shows."""
+    """Fill with a byte pattern whose value is |x| >= 2 or NaN (one of judge/worker/protocol.py's
+    POISON_BYTES): an unwritten element shows."""
     if t.numel():
         t.view(torch.uint8).fill_(byte)
 

@@ -2,7 +2,8 @@
 
 The parent never trusts the worker: a reply must carry the run's nonce, arrive within the
 deadline and be well-formed; a dead worker becomes a `WorkerFailure` whose kind the pipeline
-maps to RUNTIME_ERROR, TIMEOUT or REJECTED. Its stdout/stderr go to a file whose tail is shown.
+maps to RUNTIME_ERROR, TIMEOUT or REJECTED (judge/engine/roles.py). Commands and their limits are
+judge/worker/protocol.py's. Its stdout/stderr go to a file whose tail is shown.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from judge import paths
 from judge.sandbox.memwatch import MemoryWatch, default_limit
+from judge.worker.protocol import Op
 
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
 LOG_TAIL_BYTES = 4000
@@ -54,10 +56,14 @@ class WorkerFailure(Exception):
 
 
 class WorkerProcess:
-    """One worker: `request()` sends a command and returns its reply (dict) or raises WorkerFailure."""
+    """One worker: `request()` sends a command and returns its reply (dict) or raises WorkerFailure.
 
-    def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False):
-        self.role = role
+    `role` says whose code it runs ("candidate", or "baseline NAME": a baseline's failure is the
+    judge's); `label` names it in messages where one run has several candidates (`judge compare`'s
+    "A" and "B"). The engine's failure mapping reads both (judge/engine/roles.py)."""
+
+    def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False, label: str = ""):
+        self.role, self.label = role, label
         limit = host_memory_limit()  # a bad setting fails here, before anything is started
         self.nonce = secrets.token_hex(16)
         self.workdir = tempfile.TemporaryDirectory(prefix=f"judge-{role}-")
@@ -83,7 +89,7 @@ class WorkerProcess:
     def wait_ready(self, timeout_s: float = 120.0) -> dict:
         return self._reply(timeout_s, "starting the worker")
 
-    def request(self, op: str, timeout_s: float, what: str, on_progress=None, **args) -> dict:
+    def request(self, op: Op, timeout_s: float, what: str, on_progress=None, **args) -> dict:
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())

@@ -8,7 +8,8 @@ reference outputs and no seeds: only the buffers the parent shares with it throu
 A candidate worker never imports torch (start-up stays well under a second); a baseline worker
 imports torch and the problem's reference.py.
 
-Commands: init, map, unmap, call, prepare, time_batch, exit. Any CUDA error is answered with its runtime name
+Commands (judge/worker/protocol.py, shared with the parent): init, map, unmap, call, prepare,
+time_batch, exit. Any CUDA error is answered with its runtime name
 and text, then the worker exits: after a sticky error its context is unusable.
 
 Everything it answers is a claim: native code in this process can rewrite it. The parent decides
@@ -25,13 +26,13 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import WIDTH, Kernels, poison_word
+from judge.worker.protocol import MAX_CALLS_PER_BATCH, OPS, POISON_BYTES
 
-POISON_BYTES = [*range(0x40, 0x80), *range(0xC0, 0x100)]  # |value| >= 2 or NaN in f32/f16/bf16
 FLUSH_MIN_BYTES = 64 << 20
-MAX_EVENTS = 1000
 
 
 class Worker:
@@ -42,7 +43,7 @@ class Worker:
         self.flush_ptr = self.rt.malloc(self.flush_bytes)
         self.buffers: dict[str, int] = {}
         self.tensors: dict[str, object] = {}
-        self.call_target = None
+        self.call_target: Callable[[list], object] = _not_loaded
         self.torch_mode = False
         self.events: list[tuple[int, int]] = []
         self.kernels = Kernels()  # judge-owned fill and completeness-count kernels
@@ -108,7 +109,7 @@ class Worker:
         """One call of solve(). With `counter`, the outputs (poisoned by the parent with `word`)
         are counted right after solve() returns, on the same stream, before synchronising."""
         self.rt.synchronize("before the call")
-        self.call_target(self._args(args))  # type: ignore[misc]
+        self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
         if counter:
             self._count([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
@@ -148,7 +149,7 @@ class Worker:
                              for outs in outputs]
         self.counter = self.buffers[counter] if counter else 0
         self.next_slot = 0
-        while len(self.events) < MAX_EVENTS:
+        while len(self.events) < MAX_CALLS_PER_BATCH:
             self.events.append((self.rt.event(), self.rt.event()))
         return {}
 
@@ -160,7 +161,7 @@ class Worker:
         kernel's average power stays under the board's cap and the clocks do not sag while it is
         timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
         """
-        k = max(1, min(k, MAX_EVENTS))
+        k = max(1, min(k, MAX_CALLS_PER_BATCH))
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
@@ -170,7 +171,7 @@ class Worker:
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
             start, end = self.events[i]
             self.rt.record(start)
-            self.call_target(self.slots[s])  # type: ignore[misc]
+            self.call_target(self.slots[s])
             self.rt.record(end)
             self.rt.last_error("launching solve()")
             if self.counter:  # same stream, right after the end event, before any synchronisation
@@ -185,6 +186,10 @@ class Worker:
         if rest > 0 and not per_call:
             time.sleep(sum(times) * rest / 1000)
         return {"times_ms": times, "calls": self.next_slot}
+
+
+def _not_loaded(args: list) -> object:
+    raise RuntimeError("solve() called before init")
 
 
 def main() -> None:
@@ -209,6 +214,8 @@ def main() -> None:
         if op == "exit":
             break
         try:
+            if op not in OPS:
+                raise ValueError(f"unknown command {op!r}")
             result = getattr(worker, op)(**cmd)
         except CudaError as e:
             _send_error(out, nonce, e)

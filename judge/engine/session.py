@@ -1,0 +1,182 @@
+"""One run's state, shared by the engine's parts: `Session`, and the caller's `Options` and `Warm`.
+
+A session holds what a run owns: the problem, the options, the report being filled, the secret
+every input is drawn under, the GPU, the workers it started (each with its role, judge/engine/roles.py),
+and the parent's CUDA handles (torch, the runtime, the device buffers it shares with the workers).
+The parts (judge/engine/guards.py, buffers.py, correctness.py, benchmarks.py) take a session and
+read or fill it; `close()` frees the buffers and ends every worker.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from judge.build.toolchain import Prepared
+from judge.contract.events import Event
+from judge.contract.report import Report
+from judge.contract.verdict import Status
+from judge.engine.outcome import RunFailure
+from judge.engine.roles import CANDIDATE, Worker, blame
+from judge.engine.stats import Policy
+from judge.gpu import device
+from judge.problem.spec import Impl, Problem
+from judge.worker.client import WorkerFailure, WorkerProcess
+from judge.worker.protocol import Op
+
+if TYPE_CHECKING:
+    from judge.gpu.cudart import Runtime
+    from judge.gpu.devmem import DeviceBuffers
+
+
+class Warm(Protocol):
+    """State a run may reuse from earlier runs (`judge watch`, judge/practice/watch.py)."""
+
+    def worker(self) -> WorkerProcess | None:
+        """A started candidate worker (fresh: it never ran anything), or None to spawn one."""
+
+    def reference(self, key: str, compute: Callable[[], dict]) -> dict:
+        """The reference outputs for `key` (inputs drawn under a fixed secret), computed at most once."""
+
+
+Phase = Callable[["Session"], Iterator[Event]]
+
+
+@dataclass
+class Phases:
+    """The run's phases after the candidate is loaded (judge/engine/run.py's defaults: the tests,
+    then the timed phase in submit mode). A later method of timing or of guarding swaps one in."""
+
+    correctness: Phase
+    timed: Phase
+
+
+@dataclass
+class Options:
+    mode: str = "submit"  # "submit": tests + timing; "test": tests only
+    device: int = 0
+    arch: str | None = None  # default: the local GPU's (sm_90a when there is none)
+    policy: Policy = field(default_factory=Policy)
+    baseline_policy: Policy = field(default_factory=lambda: Policy().for_baseline())
+    prepared: Prepared | None = None  # from toolchain.prepare_many (verify, compare, leaderboards)
+    secret: int | None = None  # default: fresh per run
+    warm: Warm | None = None  # a warm session's worker and cached references (judge watch)
+    hidden: int = 2  # hidden test cases drawn per run (judge/problem/hidden.py)
+    sass: bool = True  # count each kernel's SASS opcodes after the build (cuobjdump: ~0.6 s)
+    phases: Phases | None = None  # default: judge/engine/run.py's `default_phases()`
+
+
+class Session:
+    """A run's state; the engine's parts take it as their first argument."""
+
+    def __init__(self, problem: Problem, opts: Options, report: Report):
+        self.problem, self.opts, self.report = problem, opts, report
+        self.secret = opts.secret if opts.secret is not None else secrets.randbits(63)
+        self.gpu: device.GpuInfo | None = None
+        self.workers: list[Worker] = []
+        self.candidate_worker: Worker | None = None
+        self.baselines: list[tuple[Impl, Worker]] = []
+        self.torch: Any = None  # the torch module, once `start_torch()` ran (imported late: a cold start)
+        self.rt: Runtime | None = None
+        self.buffers: DeviceBuffers | None = None
+        self.called = False  # has a candidate run solve() yet (who is to blame for an OOM)
+
+    # -- what the parts read ----------------------------------------------------------------------
+    @property
+    def candidate(self) -> Worker:
+        if self.candidate_worker is None:
+            raise RuntimeError("the session has no candidate worker")
+        return self.candidate_worker
+
+    @candidate.setter
+    def candidate(self, worker: Worker) -> None:
+        self.candidate_worker = worker
+
+    def device_buffers(self) -> DeviceBuffers:
+        if self.buffers is None:
+            raise RuntimeError("the session's device buffers are not set up (start_torch)")
+        return self.buffers
+
+    def require_gpu(self) -> device.GpuInfo:
+        if self.gpu is None:
+            raise RunFailure(Status.INTERNAL_ERROR, "no CUDA device is available")
+        return self.gpu
+
+    def wire_params(self) -> list[dict]:
+        return [{"name": n, "kind": "tensor" if ct.is_tensor else ct.scalar} for n, ct in self.problem.params]
+
+    # -- workers ----------------------------------------------------------------------------------
+    def spawn(self, role: str, torch: bool = False, label: str = "") -> Worker:
+        """A worker for `role` (a warm session's spare for the candidate of `judge watch`)."""
+        warm = self.opts.warm.worker() if self.opts.warm and role == CANDIDATE else None
+        w: Worker = warm or WorkerProcess(self.opts.device, role, torch, label)
+        self.workers.append(w)
+        return w
+
+    def ask(self, worker: Worker, op: Op, timeout_s: float, what: str, **args) -> dict:
+        """A request whose failure is blamed by the worker's role (judge/engine/roles.py)."""
+        try:
+            return worker.request(op, timeout_s, what, **args)
+        except WorkerFailure as f:
+            raise blame(worker, f) from None
+
+    def ready(self, worker: Worker, what: str) -> None:
+        """A worker that does not start is the judge's problem, whoever's code it was to run."""
+        try:
+            worker.wait_ready()
+        except WorkerFailure as f:
+            raise RunFailure(Status.INTERNAL_ERROR, f"{what}: {f.message}\n{f.log_tail}") from None
+
+    def load(self, worker: Worker, load: dict, what: str = "loading the library", timeout_s: float = 30) -> None:
+        """Start-up, then `init` with the problem's parameters and the library (or baseline) to load."""
+        self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
+        self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
+
+    # -- the parent's CUDA ------------------------------------------------------------------------
+    def start_torch(self) -> None:
+        """torch, the parent's CUDA context, the runtime and the device buffers on the run's GPU."""
+        import torch
+
+        from judge.gpu.cudart import Runtime
+        from judge.gpu.devmem import DeviceBuffers
+
+        try:
+            index = device.cuda_index(self.opts.device)
+        except device.NotVisible as e:
+            raise RunFailure(Status.INTERNAL_ERROR, str(e)) from None
+        torch.cuda.set_device(index)
+        first_allocation(torch)
+        self.torch = torch
+        self.rt = Runtime(index)
+        self.buffers = DeviceBuffers(self.rt)
+        env = self.report.environment
+        env.torch = torch.__version__
+        env.cuda_runtime = torch.version.cuda
+
+    def close(self) -> None:
+        if self.buffers is not None:
+            self.buffers.free()
+        for w in self.workers:
+            w.close()
+
+
+def first_allocation(torch: Any, wait_s: float = 60.0) -> None:
+    """Bring the parent's CUDA context up. A worker killed a moment ago (a memory hog, a crash)
+    may still hold the device's memory while the driver tears its context down, after its pid has
+    left NVML's list: wait for the memory, then call it the judge's problem, never the next
+    submission's."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            torch.zeros(1, device="cuda")
+            return
+        except RuntimeError as e:  # torch.OutOfMemoryError and AcceleratorError are RuntimeErrors
+            if "out of memory" not in str(e) or time.monotonic() > deadline:
+                if "out of memory" in str(e):
+                    raise RunFailure(Status.INTERNAL_ERROR, f"the GPU's memory stayed full for {wait_s:.0f} s "
+                                     "(another process holds it): not your code") from None
+                raise
+            torch.cuda.empty_cache()
+            time.sleep(0.25)

@@ -1,0 +1,299 @@
+"""The engine's failure → status mapping, on the CPU: the parts driven with fake workers (tests/fakes.py)
+that fail in every way a worker can, as the candidate, as a baseline, and as `judge compare`'s A or B."""
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import PROBLEMS_DIR
+from fakes import GPU, PEAKS, CpuSolver, FakeInterleaved, FakeWorker, Log, cpu_session, fails_on, pair_session
+
+from judge.contract.report import Telemetry
+from judge.contract.verdict import Status
+from judge.engine import compare as comparing
+from judge.engine import correctness, guards
+from judge.engine.benchmarks import TimedPhase
+from judge.engine.compare import Comparison
+from judge.engine.outcome import RunFailure
+from judge.engine.roles import baseline_role, blame
+from judge.engine.stats import Policy
+from judge.engine.timing import Timer
+from judge.gpu import device, health
+from judge.gpu.cudart import CudaError
+from judge.problem import spec
+from judge.worker.client import WorkerFailure
+
+# kind of WorkerFailure -> (the candidate's status, how its message starts)
+CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
+             "crash": (Status.RUNTIME_ERROR, "solve(): no answer"),
+             "cuda": (Status.RUNTIME_ERROR, "solve(): no answer"),
+             "python": (Status.RUNTIME_ERROR, "solve(): no answer"),
+             "os": (Status.RUNTIME_ERROR, "solve(): no answer"),
+             "protocol": (Status.REJECTED, "result channel: solve(): no answer")}
+KINDS = sorted(CANDIDATE)
+QUICK = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+LONGER = Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+
+
+@pytest.fixture(autouse=True)
+def no_nvml(monkeypatch):
+    """The health gate and telemetry as on a fit GPU, whatever this machine has."""
+    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
+    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
+
+
+@pytest.fixture
+def vector_add():
+    return spec.load_problem(PROBLEMS_DIR / "vector_add")
+
+
+def failure(kind: str) -> WorkerFailure:
+    return WorkerFailure(kind, "solve(): no answer", "the worker's last words\n")
+
+
+def drive(gen):
+    """Runs a generator to its end; its return value."""
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+# -- blame, directly --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_blame_by_role(kind):
+    status, start = CANDIDATE[kind]
+    f = blame(FakeWorker(), failure(kind))
+    assert f.status == status and f.message.startswith(start) and f.culprit is None
+    assert f.message.endswith("worker output (tail):\nthe worker's last words")
+    base = blame(FakeWorker(role=baseline_role("torch")), failure(kind))
+    assert base.status == Status.INTERNAL_ERROR and base.message.startswith("baseline torch: solve(): no answer")
+    b = blame(FakeWorker(label="B"), failure(kind))
+    assert b.status == status and b.message.startswith(f"B: {start}") and b.culprit == "B"
+
+
+def test_blame_of_a_judged_output_names_the_side_only():
+    wrong = RunFailure(Status.WRONG_ANSWER, "a timed call's output is wrong on n=7")
+    assert blame(FakeWorker(), wrong) is wrong
+    a = blame(FakeWorker(label="A"), wrong)
+    assert (a.status, a.message, a.culprit) == (Status.WRONG_ANSWER, "A: a timed call's output is wrong on n=7", "A")
+
+
+# -- the candidate ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_candidate_failing_a_test_call(vector_add, kind):
+    s = cpu_session(vector_add)
+    s.candidate = FakeWorker(fail=fails_on("call", failure(kind)))
+    case, f = correctness.test_one(s, correctness.Case({"n": 100}, "n=100", "test0", False))
+    status, start = CANDIDATE[kind]
+    assert f is not None and f.status == status and f.message.startswith(f"on n=100: {start}"), f
+    assert not case.passed and case.error.startswith(start) and s.called
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_candidate_failing_a_hidden_test_hides_nothing_but_fails(vector_add, kind):
+    s = cpu_session(vector_add)
+    s.candidate = FakeWorker(fail=fails_on("map", failure(kind)))
+    with pytest.raises(RunFailure) as info:  # mapping is a request too: the same mapping
+        correctness.test_one(s, correctness.Case({"n": 100}, "hidden 1", "hidden1", True))
+    assert info.value.status == CANDIDATE[kind][0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_candidate_failing_the_correctness_phase_ends_it(vector_add, kind):
+    s = cpu_session(vector_add, hidden=1)
+    s.candidate = FakeWorker(on=CpuSolver(s), fail=fails_on("call", failure(kind), after=1))
+    with pytest.raises(RunFailure) as info:
+        list(correctness.run_tests(s))
+    assert info.value.status == CANDIDATE[kind][0]
+    assert [c.passed for c in s.report.tests] == [True, False]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_candidate_failing_a_timed_batch(vector_add, kind):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK)
+    s.candidate = FakeWorker(on=CpuSolver(s), fail=fails_on("time_batch", failure(kind), after=2))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    status, start = CANDIDATE[kind]
+    assert info.value.status == status and info.value.message.startswith(start)
+
+
+def test_candidate_impossible_and_malformed_times(vector_add):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK)
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().time(s, FakeWorker(10_000.0), "n=1000", "candidate", QUICK))
+    assert info.value.status == Status.REJECTED and info.value.message.startswith("impossible time on n=1000: ")
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().time(s, FakeWorker(count=lambda k: k - 1), "n=1000", "candidate", QUICK))
+    assert info.value.status == Status.REJECTED and info.value.message.startswith("result channel: timing: asked")
+
+
+@pytest.mark.parametrize("role", ["candidate", baseline_role("torch")])
+def test_a_worker_that_does_not_start_is_the_judges_problem(vector_add, role):
+    s = cpu_session(vector_add)
+    w = FakeWorker(role=role, not_ready=failure("crash"))
+    with pytest.raises(RunFailure) as info:
+        s.load(w, {"lib": "/x/lib.so"})
+    assert info.value.status == Status.INTERNAL_ERROR and "solve(): no answer" in info.value.message
+
+
+# -- the timed phase, end to end on the CPU ---------------------------------------------------------
+
+def test_timed_shape_on_the_cpu(vector_add):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK, baseline_policy=QUICK)
+    s.candidate = FakeWorker(0.002, on=CpuSolver(s))
+    s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"), on=CpuSolver(s)))]
+    r = drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert r.workload == "n=1000" and r.stats.median_ms == 0.002 and r.rechecked_slots == 2
+    assert [b.speedup for b in r.baselines] == [pytest.approx(2.0)]
+    assert s.candidate.ops[:2] == ["map", "prepare"] and s.candidate.ops[-1] == "unmap" and not s.buffers.buffers
+
+
+def test_timed_outputs_from_a_cache_are_wrong(vector_add):
+    warm = Policy(min_samples=5, warmup_ms=0.02, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+    s = cpu_session(vector_add, mode="submit", policy=warm)  # 10 warm-up calls: every slot's answer cached
+    s.candidate = FakeWorker(0.002, on=CpuSolver(s, cache=True))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.WRONG_ANSWER and "timed call" in s.report.tests[-1].workload
+
+
+def test_timed_calls_writing_an_input_are_rejected(vector_add):
+    s = cpu_session(vector_add, mode="submit", policy=LONGER)
+    solver = CpuSolver(s)
+
+    def scribble(op, args, worker):
+        solver(op, args, worker)
+        if op == "time_batch" and len(worker.asked) == 3:  # the second timed batch
+            a = s.buffers.buffers[solver.slots[(solver.next - 1) % len(solver.slots)][0]["buf"]]
+            a.tensor.add_(1.0)
+
+    s.candidate = FakeWorker(0.002, on=scribble)
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.REJECTED and "modified its input A" in info.value.message
+
+
+def test_a_median_under_half_the_roofline_floor_is_rejected(vector_add):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK)
+    s.candidate = FakeWorker(1e-9, on=CpuSolver(s))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.REJECTED and "below half the roofline floor" in info.value.message
+
+
+# -- a baseline -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("op", ["init", "time_batch"])
+def test_baseline_failing_is_an_internal_error(vector_add, kind, op):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK, baseline_policy=QUICK)
+    s.candidate = FakeWorker(on=CpuSolver(s))
+    s.baselines = [(vector_add.baselines[0], FakeWorker(role=baseline_role("torch"), fail=fails_on(op, failure(kind))))]
+    with pytest.raises(RunFailure) as info:
+        TimedPhase().load_baselines(s)
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.INTERNAL_ERROR and info.value.message.startswith("baseline torch: ")
+
+
+def test_baseline_impossible_time_is_an_internal_error(vector_add):
+    s = cpu_session(vector_add, mode="submit", policy=QUICK)
+    w = FakeWorker(10_000.0, role=baseline_role("torch"))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().time(s, w, "n=1000", "torch (before)", QUICK))
+    assert info.value.status == Status.INTERNAL_ERROR and "impossible time on n=1000" in info.value.message
+
+
+# -- judge compare's A and B ------------------------------------------------------------------------
+
+def compare_run(monkeypatch, vector_add, a, b):
+    log = Log()
+    a.name, a.log, b.name, b.log = "A", log, "B", log
+    monkeypatch.setattr(device, "gpus", lambda: [GPU])
+    result = Comparison(problem=vector_add.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
+    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
+    list(comparing.time_pair(pair_session(vector_add, [a, b], policy=QUICK), built, result, FakeInterleaved(log)))
+    return result
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("side", ["A", "B"])
+@pytest.mark.parametrize("op", ["init", "map", "time_batch", "unmap"])
+def test_compare_blames_the_side_that_failed(monkeypatch, vector_add, kind, side, op):
+    bad = FakeWorker(fail=fails_on(op, failure(kind), after=1 if op == "time_batch" else 0))
+    good = FakeWorker()
+    a, b = (bad, good) if side == "A" else (good, bad)
+    result = compare_run(monkeypatch, vector_add, a, b)
+    status, start = CANDIDATE[kind]
+    assert result.status == status and result.failed == side
+    assert result.message.startswith(f"{side}: {start}"), result.message
+    assert a.closed and b.closed
+
+
+def test_compare_blames_an_impossible_time_and_a_wrong_timed_output(monkeypatch, vector_add):
+    result = compare_run(monkeypatch, vector_add, FakeWorker(), FakeWorker(10_000.0))
+    assert result.status == Status.REJECTED and result.failed == "B" and result.message.startswith("B: impossible time")
+
+    class Wrong(FakeInterleaved):
+        def recheck(self, s, j, w, slots, k):
+            if self.log.batches[-1][0] == "A":
+                raise RunFailure(Status.WRONG_ANSWER, "a timed call's output is wrong on n=1")
+
+    log = Log()
+    monkeypatch.setattr(device, "gpus", lambda: [GPU])
+    result = Comparison(problem=vector_add.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
+    a, b = FakeWorker(name="A", log=log), FakeWorker(name="B", log=log)
+    built = [type("B", (), {"load": {"lib": "/x/l.so"}})()] * 2
+    list(comparing.time_pair(pair_session(vector_add, [a, b], policy=QUICK), built, result, Wrong(log)))
+    assert (result.status, result.failed) == (Status.WRONG_ANSWER, "A")
+    assert result.message == "A: a timed call's output is wrong on n=1"
+
+
+def test_compare_timer_failure_through_guarded():
+    t = Timer(FakeWorker(label="B", fail=fails_on("time_batch", failure("timeout"))), QUICK, 1.0)
+    with pytest.raises(RunFailure) as info:
+        comparing.guarded(t, "n=7", t.warm_up)
+    assert (info.value.status, info.value.culprit) == (Status.TIMEOUT, "B")
+
+
+# -- the parent's guards ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("called, status", [(False, Status.INTERNAL_ERROR), (True, Status.RUNTIME_ERROR)])
+def test_memory_exhausted_in_the_parent_is_blamed_on_whoever_caused_it(vector_add, called, status):
+    s = cpu_session(vector_add)
+    s.called = called
+    for exc in (MemoryError("CUDA out of memory\\nmore"),
+                CudaError(2, "cudaErrorMemoryAllocation", "out of memory", "cudaMalloc")):
+        with pytest.raises(RunFailure) as info:
+            with guards.memory(s, "the inputs of n=7"):
+                raise exc
+        assert info.value.status == status and "the inputs of n=7" in info.value.message
+    with pytest.raises(CudaError):  # another CUDA error is no verdict of the guard's
+        with guards.memory(s, "x"):
+            raise CudaError(700, "cudaErrorIllegalAddress", "illegal address", "x")
+
+
+def test_an_unfit_gpu_is_the_judges_problem(vector_add, monkeypatch):
+    def unfit(index, dead, **kw):
+        raise health.Unhealthy("clock slowdown: HW_SLOWDOWN")
+
+    monkeypatch.setattr(health, "wait_until_fit", unfit)
+    with pytest.raises(RunFailure) as info:
+        guards.gate(cpu_session(vector_add), "the tests")
+    assert info.value.status == Status.INTERNAL_ERROR and info.value.message.startswith("before the tests: clock")
+
+
+def test_incomplete_outputs_are_rejected(vector_add):
+    s = cpu_session(vector_add)
+    counts = guards.counter(s, "bench0", 4)
+    guards.require_complete(counts, 4, "n=7")
+    counts.tensor[3] = 5
+    guards.require_complete(counts, 3, "n=7")  # only the batch's calls count
+    with pytest.raises(RunFailure) as info:
+        guards.require_complete(counts, 4, "a timed call on n=7")
+    assert info.value.status == Status.REJECTED and "5 element(s)" in info.value.message
+    guards.zero(s, counts)
+    assert int(counts.tensor.sum()) == 0 and counts.tensor.dtype == torch.int64
