@@ -220,15 +220,15 @@ def test_geomean():
 
 def test_compare():
     fast, slow = stats(1.0, 0.9, 1.1), stats(2.0, 1.9, 2.1)
-    assert score.compare(fast, slow) == "FASTER"
-    assert score.compare(slow, fast) == "SLOWER"
+    assert score.interval_order(fast, slow) == "FASTER"
+    assert score.interval_order(slow, fast) == "SLOWER"
     overlap = stats(1.15, 1.05, 1.25)
-    assert score.compare(fast, overlap) == "SAME" == score.compare(overlap, fast)
+    assert score.interval_order(fast, overlap) == "SAME" == score.interval_order(overlap, fast)
     touching = stats(1.2, 1.1, 1.3)  # intervals share an endpoint
-    assert score.compare(fast, touching) == "SAME"
-    assert score.compare(fast, fast) == "SAME"
+    assert score.interval_order(fast, touching) == "SAME"
+    assert score.interval_order(fast, fast) == "SAME"
     # medians 10% apart, but the intervals overlap: a tie, not a rank
-    assert score.compare(stats(1.0, 0.8, 1.2), stats(1.1, 0.9, 1.3)) == "SAME"
+    assert score.interval_order(stats(1.0, 0.8, 1.2), stats(1.1, 0.9, 1.3)) == "SAME"
 
 
 def test_drift_and_flag():

@@ -33,7 +33,7 @@ from judge.engine.buffers import Slots
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import CANDIDATE, Worker, blame, impossible_time
 from judge.engine.run import evaluate
-from judge.engine.score import NOISE_FLOOR, Verdict, compare_verdict, ratio_interval
+from judge.engine.score import NOISE_FLOOR, CompareVerdict, compare_verdict, ratio_interval
 from judge.engine.session import Options, Session
 from judge.engine.timing import ImpossibleTime, Timer
 from judge.gpu import device
@@ -54,7 +54,7 @@ class ShapeComparison(_M):
     ratio: float  # B median / A median: below 1 means B is faster
     ratio_low: float  # the ratio's interval from the two CIs (B low / A high, B high / A low)
     ratio_high: float
-    verdict: Verdict  # B against A
+    verdict: CompareVerdict  # B against A
 
 
 class Comparison(_M):

@@ -7,8 +7,8 @@ from typing import Literal
 
 from judge.contract.report import Stats
 
-Comparison = Literal["FASTER", "SLOWER", "SAME"]
-Verdict = Literal["FASTER", "SLOWER", "SAME", "AMBIGUOUS"]
+IntervalOrder = Literal["FASTER", "SLOWER", "SAME"]
+CompareVerdict = Literal["FASTER", "SLOWER", "SAME", "AMBIGUOUS"]
 NOISE_FLOOR = 0.01  # differences of medians within 1% are noise, never FASTER / SLOWER
 NOISE_TARGET = 0.005  # a CI half-width within ±0.5% of its median is narrow (the timing's noise target)
 
@@ -20,7 +20,7 @@ def geomean(values: Iterable[float | None]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-def compare(a: Stats, b: Stats) -> Comparison:
+def interval_order(a: Stats, b: Stats) -> IntervalOrder:
     """`a` vs `b`: FASTER / SLOWER only when the medians' confidence intervals do not overlap."""
     if a.ci_high_ms < b.ci_low_ms:
         return "FASTER"
@@ -30,7 +30,7 @@ def compare(a: Stats, b: Stats) -> Comparison:
 
 
 def compare_verdict(a: Stats, b: Stats, floor: float = NOISE_FLOOR,
-                    noise: float = NOISE_TARGET) -> Verdict:
+                    noise: float = NOISE_TARGET) -> CompareVerdict:
     """`a` vs `b`, nvbench-style and conservative (docs/timing.md):
 
     - FASTER / SLOWER: the medians' 95% CIs do not overlap and the medians differ by more than
@@ -41,7 +41,7 @@ def compare_verdict(a: Stats, b: Stats, floor: float = NOISE_FLOOR,
     """
     if not (a.median_ms > 0 and b.median_ms > 0):
         return "AMBIGUOUS"
-    apart = compare(a, b)
+    apart = interval_order(a, b)
     beyond = abs(a.median_ms / b.median_ms - 1) > floor
     if apart != "SAME" and beyond:
         return apart
@@ -61,4 +61,4 @@ def drift(before: Stats, after: Stats) -> float:
 
 def drift_flagged(before: Stats, after: Stats, tolerance: float = 0.02) -> bool:
     """Two baseline runs disagree beyond noise: both CIs apart and the medians > tolerance apart."""
-    return compare(before, after) != "SAME" and drift(before, after) > tolerance
+    return interval_order(before, after) != "SAME" and drift(before, after) > tolerance
