@@ -13,7 +13,7 @@ from judge.engine import compare as comparing
 from judge.engine.stats import Policy
 from judge.engine.compare import Compared, Comparison, ShapeComparison, interleave
 from judge.contract.report import Stats
-from judge.engine.score import compare, compare_verdict, drift_flagged, ratio_interval
+from judge.engine.score import compare_verdict, interval_order, drift_flagged, ratio_interval
 from judge.engine.timing import Timer
 from judge.worker.client import WorkerFailure
 from judge.contract.verdict import Status
@@ -63,20 +63,20 @@ def test_one_wide_interval_is_enough_for_ambiguous():
 def test_apart_but_within_the_floor_is_same_when_narrow():
     # CIs apart (a real 0.6% difference), but below the 1% floor: noise for a verdict
     a, b = stats(1.000, 0.002), stats(1.006, 0.002)
-    assert compare(a, b) == "FASTER"
+    assert interval_order(a, b) == "FASTER"
     assert compare_verdict(a, b) == "SAME"
 
 
 def test_apart_within_the_floor_with_a_wide_interval_is_ambiguous():
     a = stats(1.000, 0.0, lo=0.95, hi=1.001)  # skewed, wide below
     b = stats(1.005, 0.0, lo=1.002, hi=1.008)
-    assert compare(a, b) == "FASTER" and compare_verdict(a, b) == "AMBIGUOUS"
+    assert interval_order(a, b) == "FASTER" and compare_verdict(a, b) == "AMBIGUOUS"
 
 
 def test_touching_intervals_overlap():
     a = stats(1.0, 0.0, lo=0.99, hi=1.01)
     b = stats(1.02, 0.0, lo=1.01, hi=1.03)  # a's high == b's low: not apart
-    assert compare(a, b) == "SAME"
+    assert interval_order(a, b) == "SAME"
     assert compare_verdict(a, b) == "AMBIGUOUS"  # a's CI is ±1%: wider than the noise target
 
 
@@ -90,7 +90,7 @@ def test_floor_and_noise_are_parameters():
 
 def test_a_difference_at_exactly_the_floor_is_not_beyond_it():
     a, b = stats(1.0, 0.001), stats(1.01, 0.001)
-    assert compare(a, b) == "FASTER" and compare_verdict(a, b, floor=0.011) == "SAME"
+    assert interval_order(a, b) == "FASTER" and compare_verdict(a, b, floor=0.011) == "SAME"
 
 
 @pytest.mark.parametrize("zero", [stats(0.0, 0.0), Stats(median_ms=0.0, ci_low_ms=0.0, ci_high_ms=0.0, min_ms=0.0,
@@ -118,7 +118,7 @@ def test_ratio_interval():
 
 def test_existing_callers_unchanged():
     before, after = stats(1.0, 0.001), stats(1.05, 0.001)
-    assert compare(before, after) == "FASTER" and compare(after, before) == "SLOWER"
+    assert interval_order(before, after) == "FASTER" and interval_order(after, before) == "SLOWER"
     assert drift_flagged(before, after) and not drift_flagged(before, stats(1.01, 0.02))
 
 
