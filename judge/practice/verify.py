@@ -86,9 +86,9 @@ def verify(problems: list[Problem], device_index: int = 0, arch: str | None = No
     for i, (c, r) in enumerate(zip(ctrls, results)):
         if on_start:
             on_start(c, i, len(ctrls))
-        timed = time_references is not None and c.kind == "reference"
-        opts = Options(mode="submit" if timed else "test", device=device_index, arch=arch, prepared=r)
-        if timed:
+        opts = Options(mode="test", device=device_index, arch=arch, prepared=r)
+        if time_references is not None and c.kind == "reference":
+            opts.mode = "submit"
             opts.policy = time_references
             opts.baseline_policy = time_references.for_baseline()
         for ev in evaluate(c.problem, c.path, opts):
