@@ -19,14 +19,14 @@ from judge.practice import solutions as sol
 from judge.problem import spec
 from judge.problem.spec import LEVELS
 
-from .app import DbOpt, JsonOpt, Usage, app, err, errors, out, problems_root, resolve
+from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
+app = typer.Typer()  # hint, stats, solution (top-level commands)
 drill_app = typer.Typer(no_args_is_help=False, add_completion=False,
                         help="Interview drills. `judge drill [OPTIONS]` starts one: a problem you have not "
                              "solved (or a set), its starter file, the statement, a clock.")
-app.add_typer(drill_app, name="drill")
 
 
 @contextmanager
@@ -132,7 +132,8 @@ def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[st
                 "your median (level)", "best ever"):
         t.add_column(col)
     for p in s.problems:
-        t.add_row(p.problem, p.level or "?", f"{p.attempts}" + (f" ({p.late_attempts} late)" if p.late_attempts else ""),
+        late = f" ({p.late_attempts} late)" if p.late_attempts else ""
+        t.add_row(p.problem, p.level or "?", f"{p.attempts}{late}",
                   _clock(p.first_accepted_s) + (" (late)" if p.first_accepted_late else ""),
                   f"{p.best_speedup:.3f}×" if p.best_speedup is not None else "–",
                   f"{p.hints_used}/{p.hints_total if p.hints_total is not None else '?'}",

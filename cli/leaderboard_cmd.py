@@ -1,4 +1,6 @@
-"""`judge leaderboard run|show`: judge a submissions folder on every local GPU; rank what the store holds."""
+"""`judge leaderboard run|show`: judge a submissions folder on every local GPU (or on a Ray cluster,
+cli/cluster_cmd.py); rank what the store holds. The run's plan, recording, exit code and rows are
+the library's (judge/board/run.py); this module parses, shows progress and exits."""
 from __future__ import annotations
 
 import json
@@ -8,25 +10,39 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 from rich.table import Table
 
 from judge import paths
+from judge.board import jobs
+from judge.board import run as board_run
+from judge.board.run import FailOn
+from judge.board.submissions import Submission
+from judge.gpu.device import GpuInfo
 from judge.problem import spec
-from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
+from judge.runner.job import LocalRunner
 
-from .app import (DbOpt, DebugOpt, GpusOpt, HostEnvOpt, ImageOpt, JsonOpt, MountOpt, RunnerOpt, Usage, _runner, app,
-                  err, errors, out, problems_root)
+from . import board_view
+from .common import (
+    DbOpt,
+    DebugOpt,
+    GpusOpt,
+    HostEnvOpt,
+    ImageOpt,
+    JsonOpt,
+    MountOpt,
+    RunnerOpt,
+    Usage,
+    err,
+    errors,
+    out,
+    problems_root,
+    runner_choice,
+)
 
-board = typer.Typer(no_args_is_help=True, help="Leaderboards: judge a submissions folder, show the rankings.")
-app.add_typer(board, name="leaderboard")
+app = typer.Typer(no_args_is_help=True, help="Leaderboards: judge a submissions folder, show the rankings.")
 
 SOLUTIONS_DIR = paths.solutions_root()
-
-
-class FailOn(str, Enum):
-    wrong = "wrong"
-    regression = "regression"
 
 
 class Format(str, Enum):
@@ -36,19 +52,18 @@ class Format(str, Enum):
     html = "html"
 
 
-def local_gpus():
+def local_gpus() -> list[GpuInfo]:
     """The GPUs NVML sees (tests replace this)."""
     from judge.gpu import device
 
     return device.gpus()
 
 
-def make_judge(subs, problems: Path, gpu_kind: str, gpu, budget: Optional[float], arch: Optional[str],
-               timeout_s: float, as_json: bool):
-    """The real judging function: one `judge submit` process per job, after one parallel build of
-    every file (tests replace this with a fake)."""
+def make_judge(subs: list[Submission], problems: Path, gpu_kind: str, gpu: GpuInfo, budget: Optional[float],
+               arch: Optional[str], timeout_s: float, as_json: bool) -> jobs.JudgeFn:
+    """The real judging function: one job process per file (judge/runner/job.py), after one
+    parallel build of every file (tests replace this with a fake)."""
     from judge.build import nvcc as build
-    from judge.board import jobs
 
     status = None if as_json else err.status(f"building {len(subs)} files", spinner="dots")
     if status:
@@ -64,41 +79,7 @@ def make_judge(subs, problems: Path, gpu_kind: str, gpu, budget: Optional[float]
     return jobs.SubprocessJudge(problems, gpu_kind, budget, arch, timeout_s)
 
 
-def _devices(gpus: Optional[int], devices: Optional[str]):
-    found = {g.index: g for g in local_gpus()}
-    if not found:
-        raise _NoGpu("no CUDA device: judging a leaderboard needs an NVIDIA GPU (run `judge doctor`)")
-    if gpus is not None and devices is not None:
-        raise Usage("pass --gpus or --devices, not both")
-    if devices is not None:
-        try:
-            chosen = [int(d) for d in devices.split(",") if d.strip()]
-        except ValueError:
-            raise Usage(f"--devices takes GPU indices separated by commas (e.g. 0,1), not {devices!r}") from None
-        if not chosen or len(set(chosen)) != len(chosen):
-            raise Usage(f"--devices {devices!r}: name each GPU once")
-    else:
-        n = len(found) if gpus is None else gpus
-        if n < 1:
-            raise Usage("--gpus must be at least 1")
-        chosen = sorted(found)[:n]
-        if len(chosen) < n:
-            raise Usage(f"--gpus {n}: only {len(found)} GPU(s) here")
-    missing = [d for d in chosen if d not in found]
-    if missing:
-        raise Usage(f"no GPU with index {', '.join(map(str, missing))} (GPUs here: {', '.join(map(str, sorted(found)))})")
-    kinds = sorted({found[d].name for d in chosen})
-    if len(kinds) > 1:
-        raise Usage(f"the chosen GPUs are of different kinds ({'; '.join(kinds)}): results are ranked per kind, "
-                    "so pick GPUs of one kind with --devices")
-    return chosen, kinds[0], found[chosen[0]]
-
-
-class _NoGpu(Exception):
-    pass
-
-
-@board.command("run")
+@app.command("run")
 def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<participant>/<problem>.cu"),
             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt,
             gpus: Optional[int] = typer.Option(None, "--gpus", help="Use the first N GPUs (default: all)."),
@@ -124,18 +105,13 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             host_env: bool = HostEnvOpt, docker_gpus: str = GpusOpt,
             ) -> None:
     """Judge every submission not yet judged on this GPU kind, one job per GPU, and record the results."""
-    from judge.board import jobs
-    from judge.board import submissions as leaderboard
     from judge.store import Store
 
-    code = 0
     with errors(as_json, debug):
         names = [p.name for p in spec.find_problems(problems_root())]
-        try:  # the command line first: a mistyped folder is exit 2 on any machine
-            subs = leaderboard.discover(submissions, names)
-        except leaderboard.LeaderboardError as e:
-            raise Usage(str(e)) from None
-        runner_args = _runner_args(runner, image, mount, host_env, docker_gpus)
+        subs = board_run.discover(submissions, names)  # the command line first: a mistyped folder is exit 2 anywhere
+        # a docker runner's mount sources are paths on the node that judges: the node checks them
+        choice = runner_choice(runner, image, mount, host_env, docker_gpus, check_mounts=False)
         if cluster:
             from .cluster_cmd import run_on_cluster
 
@@ -143,25 +119,23 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                 raise Usage("--gpus and --devices pick local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
                             "with --kinds")
             if references:
-                subs += leaderboard.references(SOLUTIONS_DIR, {s.problem for s in subs}, names)
+                subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
             code = run_on_cluster(subs, cluster, kinds, build_only, as_json, db, fail_on, budget, arch, timeout,
-                                  runner_args)
+                                  choice)
             raise typer.Exit(code)
-        if kinds is not None or build_only or runner_args:
+        if kinds is not None or build_only or not isinstance(choice, LocalRunner):
             raise Usage("--kinds, --build-only and --runner docker are for --cluster runs (docs/cluster.md)")
-        try:
-            chosen, kind, gpu = _devices(gpus, devices)
-        except _NoGpu as e:
-            _no_gpu(as_json, str(e))
+        chosen, kind, gpu = board_run.choose_devices(local_gpus(), gpus, devices)
         if references:
-            subs += leaderboard.references(SOLUTIONS_DIR, {s.problem for s in subs}, names)
+            subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
         with Store(db) as store:
-            todo, skipped, previous = plan(store, subs, kind)
-            judge = make_judge([s for s in todo if not s.error], problems_root(), kind, gpu, budget, arch,
-                               timeout, as_json) if any(not s.error for s in todo) else None
-            results, regressions = [], []
-            progress = None if as_json else _progress()
-            lanes: dict = {}
+            todo, skipped, previous = board_run.plan(store, subs, kind)
+            judgeable = [s for s in todo if not s.error]
+            judge = make_judge(judgeable, problems_root(), kind, gpu, budget, arch, timeout, as_json) \
+                if judgeable else None
+            tally = board_run.Tally(kind, chosen, skipped)
+            progress = None if as_json else board_view.progress()
+            lanes: dict[int, TaskID] = {}
             if not as_json:
                 out.print(f"{len(todo)} to judge on {len(chosen)} × {escape(kind)}, {len(skipped)} unchanged "
                           "(already judged)")
@@ -170,154 +144,32 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                     progress.start()
                     total = progress.add_task("judged", total=len(todo))
                     lanes = {d: progress.add_task(f"GPU {d}: idle", total=None) for d in chosen}
-                for ev in jobs.run(todo, chosen, judge or _never, kind):
+                for ev in board_run.judge_locally(store, todo, chosen, kind, judge, previous):
                     if isinstance(ev, jobs.Started):
                         if progress:
-                            progress.update(lanes[ev.device], description=f"GPU {ev.device}: {escape(ev.submission.label)}")
+                            progress.update(lanes[ev.device],
+                                            description=f"GPU {ev.device}: {escape(ev.submission.label)}")
                         continue
-                    reg = record(store, ev, kind, previous)
-                    if reg:
-                        regressions.append(reg)
-                    results.append(ev)
+                    tally.add(ev)
                     if progress:
                         progress.advance(total)
-                        if ev.device is not None:
-                            progress.update(lanes[ev.device], description=f"GPU {ev.device}: idle")
-                        progress.console.print(_line(ev, reg))
+                        if ev.done.device is not None:
+                            progress.update(lanes[ev.done.device], description=f"GPU {ev.done.device}: idle")
+                        progress.console.print(board_view.line(ev.done, ev.regression))
             finally:
                 if progress:
                     for lane in lanes.values():
                         progress.remove_task(lane)
                     progress.stop()
-        code = exit_code([e.report.status for e in results], regressions, fail_on)
+        code = tally.exit_code(fail_on)
         if as_json:
-            print(json.dumps(_summary(kind, chosen, results, skipped, regressions, code), indent=2))
+            print(json.dumps(tally.to_json(code), indent=2))
         else:
-            print_summary(results, skipped, regressions, db)
+            board_view.print_summary(tally.results, tally.skipped, tally.regressions, db)
     raise typer.Exit(code)
 
 
-def _runner_args(runner: str, image: Optional[str], mounts: List[str], host_env: bool, gpus: str) -> list[str]:
-    """`judge submit`'s runner options, checked here (exit 2), passed on to each job's process. Mount
-    sources are paths on the node that judges, so the node's `judge submit` checks those."""
-    if _runner(runner, image, [], host_env, gpus) is None:
-        return []
-    args = ["--runner", runner, "--docker-gpus", gpus] + (["--image", image] if image else [])
-    for m in mounts:
-        args += ["--docker-mount", m]
-    return args + (["--docker-host-env"] if host_env else [])
-
-
-# -- shared by the local and the cluster runs (cli/cluster_cmd.py) -------------------------------
-
-def plan(store, subs, kind: str):
-    """(to judge, skipped as already judged on this kind, the latest timed results per key)."""
-    from judge.board import submissions as leaderboard
-
-    history = leaderboard.rows(store, gpu_kind=kind)
-    done = leaderboard.judged(history, kind)
-    return ([s for s in subs if s.key not in done], [s for s in subs if s.key in done],
-            leaderboard.latest(history, timed_only=True))
-
-
-def record(store, ev, kind: str, previous):
-    """Record a finished job's report under its GPU kind; its regression, if it is one."""
-    from judge.board import submissions as leaderboard
-
-    s = ev.submission
-    store.record(ev.report, participant=s.participant, gpu_kind=kind)
-    return leaderboard.regression(s.participant, s.problem, kind,
-                                  _report(previous.get((kind, s.problem, s.participant))), ev.report)
-
-
-def exit_code(statuses, regressions, fail_on) -> int:
-    """DESIGN §4 for a run: 3 when the judge failed on some file, 1 for a --fail-on that applies."""
-    modes = set(fail_on or [])
-    if any(s is Status.INTERNAL_ERROR for s in statuses):
-        return EXIT_NOT_YOUR_CODE
-    if (FailOn.wrong in modes and any(s is not Status.ACCEPTED for s in statuses)) or \
-            (FailOn.regression in modes and regressions):
-        return 1
-    return 0
-
-
-def print_summary(results, skipped, regressions, db) -> None:
-    from judge.board.render import interval, times
-
-    statuses = [e.report.status for e in results]
-    n_ok = statuses.count(Status.ACCEPTED)
-    n_internal = statuses.count(Status.INTERNAL_ERROR)
-    out.print(f"judged {len(results)}: {n_ok} ACCEPTED, {len(results) - n_ok - n_internal} not accepted, "
-              f"{n_internal} judge failures (INTERNAL_ERROR); skipped {len(skipped)} unchanged; "
-              f"{len(regressions)} regression(s)")
-    for r in regressions:
-        out.print(f"[red]regression[/] {escape(r.participant)}/{escape(r.problem)}: {times(r.after.point)} "
-                  f"({interval(r.after)}) after {times(r.before.point)} ({interval(r.before)})")
-    out.print("rankings: judge leaderboard show" + (f" --db {escape(str(db))}" if db else ""))
-
-
-def _never(sub, dev):  # every submission of the run had an error: nothing reaches a GPU
-    raise AssertionError("no judgeable submission")
-
-
-def _no_gpu(as_json: bool, message: str) -> None:
-    if as_json:
-        print(json.dumps({"error": message, "details": [], "exit_code": EXIT_NOT_YOUR_CODE}))
-    else:
-        err.print(f"[red]error:[/] {escape(message)}")
-    raise typer.Exit(EXIT_NOT_YOUR_CODE)
-
-
-def _report(row):
-    return row.report if row is not None else None
-
-
-def _progress() -> Progress:
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err)
-
-
-def _line(ev, reg, where: Optional[str] = None) -> str:
-    from judge.board.rank import score
-    from judge.board.render import interval, times
-
-    st = ev.report.status
-    mark = "[green]✓[/]" if st is Status.ACCEPTED else "[yellow]![/]" if st is Status.INTERNAL_ERROR else "[red]✗[/]"
-    s = score(ev.report)
-    speed = f" {times(s.point)} ({interval(s)})" if s else ""
-    where = where or (f"GPU {ev.device}, {ev.seconds:.1f} s" if ev.device is not None else "not run")
-    msg = "" if st is Status.ACCEPTED else ": " + escape(next(iter(ev.report.message.splitlines()), "")[:120])
-    return (f"{mark} {escape(ev.submission.label)} [dim]{escape(ev.submission.path.name)}[/] {st.value}{speed}{msg} "
-            f"[dim]({where})[/]" + (" [red]regression[/]" if reg else ""))
-
-
-def result_row(e) -> dict:
-    """One judged file of a run's `--json` summary (local and cluster runs)."""
-    from judge.board.rank import score
-
-    s = score(e.report)
-    return {"participant": e.submission.participant, "problem": e.submission.problem,
-            "file": str(e.submission.path), "sha256": e.submission.sha256, "status": e.report.status.value,
-            "message": e.report.message[:2000], "speedup": s.point if s else None,
-            "ci_low": s.low if s else None, "ci_high": s.high if s else None,
-            "device": e.device, "seconds": round(e.seconds, 3)}
-
-
-def skipped_row(s) -> dict:
-    return {"participant": s.participant, "problem": s.problem, "file": str(s.path), "sha256": s.sha256}
-
-
-def regression_row(r) -> dict:
-    return {"participant": r.participant, "problem": r.problem, "before": vars(r.before), "after": vars(r.after)}
-
-
-def _summary(kind, chosen, results, skipped, regressions, code) -> dict:
-    return {"gpu_kind": kind, "devices": chosen, "judged": [result_row(e) for e in results],
-            "skipped": [skipped_row(s) for s in skipped],
-            "regressions": [regression_row(r) for r in regressions], "exit_code": code}
-
-
-@board.command("show")
+@app.command("show")
 def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only this problem."),
              fmt: Format = typer.Option(Format.table, "--format", help="table, markdown, json or html."),
              output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file."),

@@ -1,13 +1,16 @@
 """Human output with rich: progress while working, the report, errors. Off-TTY safe."""
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
+from rich.status import Status as Spinner
 from rich.table import Table
 
+from judge.build.sass import line as sass_line
 from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
 from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report
-from judge.build.sass import line as sass_line
 from judge.contract.verdict import Status
 
 STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
@@ -18,15 +21,15 @@ class Live:
 
     def __init__(self, console: Console, quiet: bool = False):
         self.console, self.quiet = console, quiet
-        self.status = None
+        self.status: Spinner | None = None
 
-    def __enter__(self) -> "Live":
+    def __enter__(self) -> Live:
         if not self.quiet:
             self.status = self.console.status("starting", spinner="dots")
             self.status.__enter__()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.status:
             self.status.__exit__(*exc)
 
@@ -35,10 +38,12 @@ class Live:
             return
         c = self.console
         if isinstance(event, Stage):
-            self.status.update(escape(event.text))  # type: ignore[union-attr]
+            if self.status:
+                self.status.update(escape(event.text))
         elif isinstance(event, Timing):
-            self.status.update(f"timing {escape(event.workload)}: {escape(event.target)}, "  # type: ignore[union-attr]
-                               f"{event.samples} samples")
+            if self.status:
+                self.status.update(f"timing {escape(event.workload)}: {escape(event.target)}, "
+                                   f"{event.samples} samples")
         elif isinstance(event, Built):
             build_summary(c, event.build)
         elif isinstance(event, CaseDone):

@@ -14,8 +14,10 @@ from rich.table import Table
 from judge.build.sass import line
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
-from .app import DebugOpt, JsonOpt, Usage, _fail, _solution, app, errors, out, resolve
-from .app import DbOpt, err  # judge compare, judge watch
+from . import render
+from .common import DbOpt, DebugOpt, JsonOpt, Usage, err, errors, fail, out, record, resolve, solution_file
+
+app = typer.Typer()
 
 
 @app.command()
@@ -37,7 +39,7 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
 
     with errors(as_json, debug):
         p = resolve(problem)
-        src = _solution(solution)
+        src = solution_file(solution)
         if arch is None:
             gpu = next((g for g in gpu_info.gpus() if g.index == device), None)
             arch = build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
@@ -47,10 +49,10 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
         except prof.ShapeError as e:
             raise Usage(str(e)) from None
         except prof.NcuMissing:
-            _fail(as_json, EXIT_NOT_YOUR_CODE, f"INTERNAL_ERROR: {prof.NCU_MISSING}")
+            fail(as_json, EXIT_NOT_YOUR_CODE, f"INTERNAL_ERROR: {prof.NCU_MISSING}")
         except prof.ProfileError as e:
             prefix = "INTERNAL_ERROR (not your code)" if e.status is Status.INTERNAL_ERROR else e.status.value
-            _fail(as_json, e.status.exit_code, f"{prefix}: {e}")
+            fail(as_json, e.status.exit_code, f"{prefix}: {e}")
         if as_json:
             print(json.dumps(result.to_json(), indent=2))
             return
@@ -125,15 +127,13 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
              budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for each solution.")) -> None:
     """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
     B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
-    from judge.engine.stats import Policy
     from judge.engine.compare import Compared, compare
     from judge.engine.run import Options
-
-    from . import render
+    from judge.engine.stats import Policy
 
     with errors(as_json, debug):
         p = resolve(problem)
-        sa, sb = _solution(a), _solution(b)
+        sa, sb = solution_file(a), solution_file(b)
         if budget <= 0:
             raise Usage("--budget must be positive")
         if not as_json:
@@ -154,18 +154,16 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
 
 
 def _show_comparison(r) -> None:
-    from . import render
-
     if r.shapes:
         t = Table(title=f"{r.problem}: B against A (B/A < 1: B is faster)", title_justify="left")
         for col in ("workload", "A median ms", "B median ms", "B/A", "B/A interval", "verdict"):
             t.add_column(col, justify="left" if col == "workload" else "right", no_wrap=col == "workload")
-        style = {"FASTER": "green", "SLOWER": "red", "SAME": "", "AMBIGUOUS": "yellow"}
+        colour = {"FASTER": "green", "SLOWER": "red", "SAME": "", "AMBIGUOUS": "yellow"}
         for s in r.shapes:
             t.add_row(s.workload, f"{s.a.median_ms:.4f} ±{100 * s.a.ci_halfwidth_rel:.2f}%",
                       f"{s.b.median_ms:.4f} ±{100 * s.b.ci_halfwidth_rel:.2f}%", f"{s.ratio:.3f}",
                       escape(f"[{s.ratio_low:.3f}, {s.ratio_high:.3f}]"),
-                      f"[{style[s.verdict]}]{s.verdict}[/]" if style[s.verdict] else s.verdict)
+                      f"[{colour[s.verdict]}]{s.verdict}[/]" if colour[s.verdict] else s.verdict)
         out.print(t)
         out.print(f"[dim]FASTER/SLOWER: the medians' 95% CIs are apart and differ by more than "
                   f"{100 * r.floor:.0f}%; SAME: they overlap and both are within ±0.5%; AMBIGUOUS: "
@@ -208,13 +206,13 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
     the real one). Tests, then a short timing; Ctrl-C stops."""
     import time
 
-    from judge.practice import watch as watching
-    from judge.engine.stats import Policy
     from judge.engine.run import Options
+    from judge.engine.stats import Policy
+    from judge.practice import watch as watching
 
     with errors(as_json, debug):
         p = resolve(problem)
-        src = _solution(solution)
+        src = solution_file(solution)
         budget = budget if budget is not None else (2.0 if submit else 0.5)
         if budget <= 0:
             raise Usage("--budget must be positive")
@@ -245,9 +243,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
                     status.stop()
                 _show_run(n, judged, as_json)
                 if submit and judged.report.status is not Status.INTERNAL_ERROR:
-                    from .app import _record
-
-                    _record(judged.report, db)
+                    record(judged.report, db)
                 if once:
                     raise typer.Exit(judged.report.exit_code)
                 if runs is not None and n >= runs:
@@ -267,8 +263,6 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
 
 def _show_run(n: int, judged, as_json: bool) -> None:
     from datetime import datetime
-
-    from . import render
 
     r = judged.report
     if as_json:

@@ -9,10 +9,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from judge import paths
-from judge.problem import spec
 from judge.contract.verdict import Status
+from judge.problem import spec
 
-from .app import DebugOpt, JsonOpt, app, err, errors, out, problems_root, resolve
+from .common import DebugOpt, JsonOpt, err, errors, out, problems_root, resolve
+
+app = typer.Typer()
 
 
 @app.command()

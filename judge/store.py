@@ -151,10 +151,11 @@ class Store:
                  participant, drill_id, gpu_kind or report.environment.gpu))
         except sqlite3.Error as e:
             raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)
 
     def reports(self, problem: str | None = None) -> list[Report]:
-        sql, args = "SELECT report_json FROM results", ()
+        sql = "SELECT report_json FROM results"
+        args: tuple[str, ...] = ()
         if problem is not None:
             sql, args = sql + " WHERE problem = ?", (problem,)
         return [Report.model_validate_json(r[0]) for r in self.db.execute(sql + " ORDER BY id", args)]
@@ -188,7 +189,7 @@ class Store:
                 raise
         except sqlite3.Error as e:
             raise StoreError(f"cannot write to the results store {self.path}: {e}") from e
-        return int(cur.lastrowid)
+        return int(cur.lastrowid or 0)
 
     def drills(self, active_only: bool = False) -> list[dict]:
         """Drills, oldest first: id, started_at, minutes, problems (list of names), ended_at."""
@@ -222,7 +223,8 @@ class Store:
 
     def hints(self, drill_id: int | None = None, problem: str | None = None, every_drill: bool = False) -> list[dict]:
         """Hints shown, oldest first: of one drill (drill_id), outside drills (None), or all (every_drill)."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[object] = []
         if not every_drill:
             where.append("drill_id IS ?")
             args.append(drill_id)

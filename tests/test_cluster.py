@@ -1,10 +1,12 @@
-"""Leaderboard runs on a real local Ray cluster (judge/board/cluster.py, judge/board/cluster_task.py, cli/cluster_cmd.py).
+"""Leaderboard runs on a real local Ray cluster (judge/board/cluster.py, cluster_task.py, cluster_run.py,
+cli/cluster_cmd.py).
 
 One cluster for the module: a head (no GPU) and worker nodes started as separate processes,
 declaring fake GPUs and GPU-kind resources: `h100a` (2 × H100), `h100b` (1 × H100) and `a100`
 (1 × A100, started with CUDA_VISIBLE_DEVICES=3, so its GPU is physical index 3). The tasks run
-the judge's GPU-free path (`--build-only`: policy + nvcc + policy), or `judge submit`, which on
-this GPU-less machine builds and then answers INTERNAL_ERROR (no CUDA device).
+the judge's GPU-free path (`--build-only`: policy + nvcc + policy), or the full judgement (a job
+process, as `judge submit`), which on this GPU-less machine builds and then answers INTERNAL_ERROR
+(no CUDA device).
 
 Files named slow.cu sleep and files named boom.cu kill their judging process, through the task's
 test hook (JUDGE_CLUSTER_TEST_FAULT, set before the nodes start). Files that include <fstream>
@@ -24,20 +26,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import HAVE_NVCC, ROOT, nvcc_test
 from typer.testing import CliRunner
 
-from conftest import HAVE_NVCC, ROOT, nvcc_test
-
 ray = pytest.importorskip("ray") if not os.environ.get("JUDGE_REQUIRE_RAY") else __import__("ray")
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray.cluster_utils import Cluster
 
-import cli.leaderboard_cmd  # noqa: E402,F401 — registers `judge leaderboard`
-from cli.app import app  # noqa: E402
-from judge.board import cluster
-from judge.board import cluster_task
-from judge.board import submissions as leaderboard  # noqa: E402
-from judge.gpu.device import GpuInfo  # noqa: E402
-from judge.store import Store  # noqa: E402
+from cli.app import app
+from judge.board import cluster, cluster_task
+from judge.board import submissions as leaderboard
+from judge.gpu.device import GpuInfo
+from judge.store import Store
 
 GOOD = (ROOT / "reference_solutions" / "vector_add" / "01_naive.cu").read_text()
 NOT_C = "this is not C\n"
@@ -159,7 +158,7 @@ from typer.testing import CliRunner
 import cli.leaderboard_cmd as lb
 from cli.app import app
 from judge.gpu.device import GpuInfo
-from judge import leaderboard
+from judge.board import submissions as leaderboard
 from judge.contract.verdict import Status
 lb.local_gpus = lambda: [GpuInfo(0, "Fake GPU", "GPU-0", "580", 9, 0, 1)]
 lb.make_judge = lambda *a, **k: (lambda sub, dev: leaderboard.error_report(sub, Status.REJECTED, "no", "Fake GPU"))
@@ -186,11 +185,11 @@ def test_cli_errors_without_a_cluster(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--cluster" in r.output
     r = runner.invoke(app, ["leaderboard", "run", str(subs), "--cluster", "h:1", "--gpus", "2"])
     assert r.exit_code == 2 and "--kinds" in r.output
-    from cli.leaderboard_cmd import _runner_args  # what each task passes on to `judge submit`
-    assert _runner_args("docker", "img:1", ["/a:/b"], True, "devices") == [
-        "--runner", "docker", "--docker-gpus", "devices", "--image", "img:1", "--docker-mount", "/a:/b",
-        "--docker-host-env"]
-    assert _runner_args("local", None, [], False, "auto") == []
+    from cli.common import runner_choice  # what each task's job spec carries (mounts: checked on the node)
+    from judge.runner.job import DockerRunner, LocalRunner
+    assert runner_choice("docker", "img:1", ["/a:/b"], True, "devices", check_mounts=False) == DockerRunner(
+        image="img:1", mounts=["/a:/b"], host_env=True, gpus="devices")
+    assert runner_choice("local", None, [], False, "auto", check_mounts=False) == LocalRunner()
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     r = runner.invoke(app, ["leaderboard", "run", str(subs), "--cluster", "127.0.0.1:1", "--json"])
     assert r.exit_code == 3 and "kernel-judge[ray]" in json.loads(r.stdout)["error"]
@@ -219,7 +218,7 @@ def test_build_only_routes_per_kind_records_apart_and_is_idempotent(ray_cluster,
     with Store(db) as store:
         assert store.count() == 0
         assert store.db.execute("SELECT COUNT(*) FROM build_checks").fetchone()[0] == 6
-        from cli.leaderboard_cmd import plan
+        from judge.board.run import plan
         assert len(plan(store, subs_of(subs), "H100")[0]) == 3
     show = CliRunner().invoke(app, ["leaderboard", "show", "--db", str(db), "--json"])
     assert json.loads(show.stdout)["boards"] == []
@@ -232,8 +231,8 @@ def test_build_only_routes_per_kind_records_apart_and_is_idempotent(ray_cluster,
 
 
 def test_submit_mode_runs_judge_submit_on_the_node(ray_cluster, tmp_path):
-    """The real `judge submit` process on the A100 node: no GPU here, so INTERNAL_ERROR after the
-    build (or nvcc missing), recorded under kind A100, exit 3; judged again on the next run."""
+    """The real job process (judge/runner/job.py, mode submit) on the A100 node: no GPU here, so
+    INTERNAL_ERROR after the build (or nvcc missing), recorded under kind A100, exit 3; judged again on the next run."""
     subs = submissions(tmp_path / "subs", {"alice/vector_add.cu": GOOD, "bob/vector_add.cu": REFUSED})
     db = tmp_path / "judge.db"
     for _ in range(2):
@@ -303,15 +302,15 @@ def test_resume_after_the_driver_dies(ray_cluster, tmp_path):
 
 
 def _children_judging(subs: Path) -> list[int]:
-    """Build-check children still running on slow.cu (their command line names the node's copy)."""
+    """Job processes still running on slow.cu (each runs in its task's folder, which holds src/slow.cu)."""
     out = []
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"judge.runner.job" in cmd and (proc / "cwd").resolve().joinpath("src", "slow.cu").exists():
+                out.append(int(proc.name))
         except OSError:
             continue
-        if b"judge.board.cluster_task" in cmd and any(a.endswith(b"/src/slow.cu") for a in cmd):
-            out.append(int(proc.name))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Interview drills (no GPU): pick, start, attempts attributed through the CLI's own `_record`, hints,
+"""Interview drills (no GPU): pick, start, attempts attributed through the CLI's own record step, hints,
 status, end, history, the spoiler guard of `judge solution`, and the errors."""
 from __future__ import annotations
 
@@ -6,19 +6,18 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR
 from typer.testing import CliRunner
 
 import cli.drill_cmd as drill_cmd  # registers `judge drill`, `hint`, `stats`, `solution`
-from cli.app import _record, app
-from judge.practice import drill
-from judge.practice import solutions
-from judge.problem import spec
-from judge.practice import results_table as table
+from cli.app import app
+from cli.common import record as _record
 from judge.contract.report import Report
-from judge.store import Store
 from judge.contract.verdict import Status
-
-from conftest import PROBLEMS_DIR, SOLUTIONS_DIR
+from judge.practice import drill, solutions
+from judge.practice import results_table as table
+from judge.problem import spec
+from judge.store import Store
 
 runner = CliRunner()
 T0 = datetime(2026, 11, 23, 10, 0, 0, tzinfo=timezone.utc)

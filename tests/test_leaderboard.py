@@ -10,20 +10,20 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR, nvcc_test
 from typer.testing import CliRunner
 
 import cli.leaderboard_cmd as lb_cmd
 from cli.app import app
+from judge.board import jobs
 from judge.board import rank as board_rank
 from judge.board import render as board_render
-from judge.board import jobs
 from judge.board import submissions as leaderboard
-from judge.gpu.device import GpuInfo
 from judge.contract.report import BaselineTiming, BenchResult, Environment, Report, Stats
-from judge.store import Store
 from judge.contract.verdict import Status
-
-from conftest import PROBLEMS_DIR, nvcc_test
+from judge.gpu.device import GpuInfo
+from judge.runner import job
+from judge.store import Store
 
 GOLDEN = Path(__file__).parent / "golden"
 KIND = "Fake GPU 80GB"
@@ -296,27 +296,36 @@ def test_runner_bad_submissions_become_rows(tmp_path):
     assert done["b/nope"].report.status is Status.REJECTED and done["b/nope"].device is None
 
 
-def test_parse_subprocess_output():
+NONCE = "ab" * 16
+
+
+def reply(**result) -> bytes:
+    """A job process's reply (judge/runner/job.py) carrying `result`."""
+    return job.Reply(nonce=NONCE, **result).model_dump_json().encode()
+
+
+def test_parse_job_reply():
     sub = leaderboard.Submission("a", "relu", Path("a/relu.cu"), "f" * 64)
     good = report("relu", [(1.0, 0.01, 1.0)], solution="/abs/a/relu.cu")
-    r = jobs.parse(sub, 0, good.model_dump_json(), "")
+    r = jobs.parse(sub, 0, reply(report=good), "", NONCE)
     assert r.status is Status.ACCEPTED and r.solution == "a/relu.cu"
-    noisy = "a stray line on stdout\n" + good.model_dump_json(indent=2) + "\n"
-    assert jobs.parse(sub, 0, noisy, "").status is Status.ACCEPTED
-    assert jobs.parse(sub, -11, "", "boom").status is Status.INTERNAL_ERROR
-    assert "SIGSEGV" in jobs.parse(sub, -11, "", "boom").message
-    r = jobs.parse(sub, 2, json.dumps({"error": "invalid problem", "exit_code": 2}), "")
+    noisy = "a stray line on stdout"  # stray output goes to the log, never on the reply's fd
+    assert jobs.parse(sub, 0, reply(report=good), noisy, NONCE).status is Status.ACCEPTED
+    assert jobs.parse(sub, -11, b"", "boom", NONCE).status is Status.INTERNAL_ERROR
+    assert "SIGSEGV" in jobs.parse(sub, -11, b"", "boom", NONCE).message
+    r = jobs.parse(sub, 0, reply(error=job.JobError(kind="refused", message="invalid problem p.yaml")), "", NONCE)
     assert r.status is Status.INTERNAL_ERROR and "invalid problem" in r.message
 
 
-def test_subprocess_judge_command_and_timeout(tmp_path):
+def test_subprocess_judge_spec_and_timeout(tmp_path):
     f = tmp_path / "relu.cu"
     f.write_text("x")
     sub = leaderboard.Submission("a", "relu", f, "0" * 64)
     judge = jobs.SubprocessJudge(tmp_path, KIND, budget_s=0.5, arch="sm_90a", timeout_s=0.5)
-    cmd = judge.command(sub, 3)
-    assert cmd[1:4] == ["-m", "cli", "submit"] and cmd[-6:] == ["--device", "3", "--budget", "0.5", "--arch", "sm_90a"]
-    judge.command = lambda s, d: ["sleep", "30"]  # a hang: killed at the timeout, one TIMEOUT row
+    spec = judge.spec(sub, 3)
+    assert (spec.mode, spec.device, spec.budget_s, spec.arch) == ("submit", 3, 0.5, "sm_90a")
+    assert spec.problem == (tmp_path / "relu").resolve() and spec.solution == f.resolve()
+    judge.command = ["sleep", "30"]  # a hang: killed at the timeout, one TIMEOUT row
     t0 = time.monotonic()
     r = judge(sub, 0)
     assert r.status is Status.TIMEOUT and time.monotonic() - t0 < 10
@@ -435,20 +444,20 @@ def test_cli_devices_pick_gpus(tmp_path, fake_gpus):
 
 
 def test_cli_no_gpu(tmp_path, monkeypatch):
-    monkeypatch.setattr(lb_cmd, "local_gpus", lambda: [])
+    monkeypatch.setattr(lb_cmd, "local_gpus", list)
     r = lb("run", str(tmp_path), "--db", str(tmp_path / "d"), "--json")
     assert r.exit_code == 3 and "no CUDA device" in json.loads(r.stdout)["error"]
 
 
 def test_cli_missing_folder_is_a_usage_error_even_without_a_gpu(tmp_path, monkeypatch):
-    monkeypatch.setattr(lb_cmd, "local_gpus", lambda: [])
+    monkeypatch.setattr(lb_cmd, "local_gpus", list)
     r = lb("run", str(tmp_path / "nope"), "--db", str(tmp_path / "d"), "--json")
     assert r.exit_code == 2 and "no submissions folder" in json.loads(r.stdout)["error"]
 
 
 @nvcc_test
 def test_subprocess_judge_real_process(tmp_path):
-    """The real judging function end to end, in a `judge submit --json` process: a file that does not
+    """The real judging function end to end, in a `python -m judge.runner.job` process: a file that does not
     compile is a COMPILE_ERROR row, a policy breach a REJECTED row (neither needs a GPU)."""
     root = write_subs(tmp_path, {
         "a/vector_add.cu": (PROBLEMS_DIR / "vector_add" / "wrong" / "double_types.cu").read_text(),

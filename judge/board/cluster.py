@@ -4,8 +4,8 @@ One Ray task per (submission, GPU kind). Each task asks for exactly one GPU and 
 kind's custom resource, `gpu_kind:<KIND>` (nodes declare it: `ray start --num-gpus 8
 --resources '{"gpu_kind:H100": 8}'`), so Ray routes it to a node of that kind and never puts two
 jobs on one GPU. The task (judge/board/cluster_task.py) runs the judge in a process of its own on its
-node and returns the result; the driver records it. `run()` yields events like `jobs.run`, so the
-command line records results and finds regressions the same way for both.
+node and returns the result; the driver records it. `run()` yields events like `jobs.run`, so
+judge/board/cluster_run.py records results and finds regressions as judge/board/run.py does locally.
 
 Faults: a task whose node dies is retried by Ray on another node of its kind (`max_retries`,
 system failures only; an exception in the task is never retried); the driver sees one result
@@ -20,17 +20,19 @@ from __future__ import annotations
 import socket
 import sqlite3
 import time
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Literal
 
 from judge import __version__
 from judge.board import cluster_task
-from judge.board.cluster_task import BuildCheck
+from judge.board.cluster_task import TaskPayload, TaskResult
 from judge.board.submissions import Submission, error_report
 from judge.contract.report import Report
 from judge.contract.verdict import Status
+from judge.runner.build_check import BuildCheck, failed_check
+from judge.runner.job import LocalRunner, Runner
 
 RESOURCE_PREFIX = "gpu_kind:"
 MAX_RETRIES = 3  # per task, for lost nodes and dead Ray workers (not for the judge's verdicts)
@@ -83,8 +85,9 @@ class Done:
     @property
     def failed(self) -> bool:
         """The judge or the cluster failed (INTERNAL_ERROR): not a verdict on the submission."""
-        status = self.report.status.value if self.report else self.check.outcome  # type: ignore[union-attr]
-        return status == Status.INTERNAL_ERROR.value
+        if self.report is not None:
+            return self.report.status is Status.INTERNAL_ERROR
+        return self.check is not None and self.check.outcome == Status.INTERNAL_ERROR.value
 
 
 # -- connecting ---------------------------------------------------------------------------------
@@ -122,7 +125,7 @@ def connect(address: str, probe_timeout_s: float = 5.0) -> None:
 
     # Ray Client's per-driver server dies at start now and then (ray-project/ray#63202, ~7% of
     # connections): a second try gets a fresh one.
-    for attempt in range(2 if client else 1):
+    for _attempt in range(2 if client else 1):
         if ray.is_initialized():
             ray.shutdown()
         try:
@@ -186,16 +189,18 @@ def problem_files(problem_dir: Path) -> dict[str, bytes]:
             if p.is_file() and not any(part.startswith((".", "__")) for part in p.relative_to(problem_dir).parts)}
 
 
-def run(jobs: Sequence[Job], problems_root: Path, mode: str = "submit", budget: float | None = None,
-        arch: str | None = None, timeout_s: float = 1800.0, runner_args: Sequence[str] = (),
-        poll_s: float = 0.25) -> Iterator[Started | Done]:
+def run(jobs: Sequence[Job], problems_root: Path, mode: Literal["submit", "build"] = "submit",
+        budget: float | None = None, arch: str | None = None, timeout_s: float = 1800.0,
+        runner: Runner | None = None, poll_s: float = 0.25) -> Generator[Started | Done, None, None]:
     """Submit every job to the connected cluster; yield events as they happen. A job whose submission
-    has `error` set is answered at once (REJECTED) without a task. Abandoning the iterator cancels
-    the tasks still queued or running."""
+    has `error` set is answered at once (REJECTED) without a task. `runner`: how each node judges
+    (locally, the default, or in a container). Abandoning the iterator cancels the tasks still
+    queued or running."""
     ray = import_ray()
     from ray.exceptions import RayError
 
-    assert mode in ("submit", "build")
+    if mode not in ("submit", "build"):
+        raise ValueError(f"mode {mode!r}: expected submit or build")
     pending: dict = {}
     by_id = {j.id: j for j in jobs}
     head = "node:__internal_head__"
@@ -211,10 +216,10 @@ def run(jobs: Sequence[Job], problems_root: Path, mode: str = "submit", budget: 
                 continue
             if sub.problem not in files:
                 files[sub.problem] = ray.put(problem_files(Path(problems_root) / sub.problem))
-            payload = {"id": job.id, "participant": sub.participant, "problem": sub.problem, "name": sub.path.name,
-                       "source": sub.path.read_bytes(), "sha256": sub.sha256, "kind": job.kind, "mode": mode,
-                       "budget": budget, "arch": arch, "timeout_s": timeout_s, "runner_args": list(runner_args),
-                       "judge_version": __version__}
+            payload = TaskPayload(id=job.id, participant=sub.participant, problem=sub.problem, name=sub.path.name,
+                                  source=sub.path.read_bytes(), sha256=sub.sha256, kind=job.kind, mode=mode,
+                                  budget=budget, arch=arch, timeout_s=timeout_s, runner=runner or LocalRunner(),
+                                  judge_version=__version__).model_dump()
             ref = task.options(num_gpus=1, resources={RESOURCE_PREFIX + job.kind: 1}, max_retries=MAX_RETRIES,
                                retry_exceptions=False, name=f"judge {sub.label} on {job.kind}").remote(
                                    payload, files[sub.problem], tracker)
@@ -273,20 +278,19 @@ def _answer(job: Job, mode: str, status: Status, message: str) -> tuple[Report |
     sub = job.submission
     if mode == "submit":
         return error_report(sub, status, message, job.kind), None
-    return None, BuildCheck(problem=sub.problem, solution=str(sub.path), source_sha256=sub.sha256, arch="",
-                            outcome=status.value, message=message,
-                            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    return None, failed_check(sub.problem, str(sub.path), sub.sha256, None, status, message)
 
 
-def _done(job: Job, mode: str, out: dict) -> Done:
+def _done(job: Job, mode: str, data: dict) -> Done:
+    out = TaskResult.model_validate(data)
     path = str(job.submission.path)
     if mode == "submit":
-        report = Report.model_validate_json(out["result_json"]).model_copy(update={"solution": path})
+        report = Report.model_validate_json(out.result_json).model_copy(update={"solution": path})
         check = None
     else:
         report = None
-        check = BuildCheck.model_validate_json(out["result_json"]).model_copy(update={"solution": path})
-    return Done(job, report, check, out["node"], out["host"], out["device"], out["seconds"])
+        check = BuildCheck.model_validate_json(out.result_json).model_copy(update={"solution": path})
+    return Done(job, report, check, out.node, out.host, out.device, out.seconds)
 
 
 # -- build checks in the store (--build-only) ---------------------------------------------------

@@ -62,7 +62,7 @@ def chart(pb: ProblemBoard) -> str:
         return ""
     bars: dict[str, list[tuple[str, str, float, float | None, float | None, float]]] = {}
     for s in shapes:
-        row = []
+        row: list[tuple[str, str, float, float | None, float | None, float]] = []
         for k, r in enumerate(series):
             b = next((b for b in r.report.benchmarks if b.workload == s), None)
             if b is None or b.floor_ms <= 0 or b.stats.median_ms <= 0:
@@ -79,7 +79,7 @@ def chart(pb: ProblemBoard) -> str:
     top = max([100.0] + [hi or pct for row in bars.values() for _, _, pct, _, hi, _ in row]) * 1.08
     step = _nice_step(top)
     bar_w, left, right, top_pad, plot_h, bottom = 20, 56, 16, 18, 220, 46
-    group_w = max(150, (len(series) + 1) * bar_w + 40)
+    group_w: float = max(150, (len(series) + 1) * bar_w + 40)
     width = max(left + group_w * len(shapes) + right, 440)
     group_w = (width - left - right) / len(shapes)
     height = top_pad + plot_h + bottom
@@ -140,7 +140,8 @@ def _problem(pb: ProblemBoard, kind: str) -> str:
         h.append('<details><summary>per-shape numbers</summary><table><tr><th>participant</th><th>shape</th>'
                  '<th class="num">median ms</th><th class="num">TFLOPS</th><th class="num">GB/s</th>'
                  '<th class="num">% roofline</th><th class="num">baseline ms</th></tr>')
-        h += [f'<tr><td>{escape(r.participant)}</td><td>{escape(b.workload)}</td><td class="num">{_num(b.stats.median_ms)}'
+        h += [f'<tr><td>{escape(r.participant)}</td><td>{escape(b.workload)}</td>'
+              f'<td class="num">{_num(b.stats.median_ms)}'
               f'</td><td class="num">{b.tflops:.1f}</td><td class="num">{b.gbps:.0f}</td><td class="num">'
               f'{b.roofline_pct:.0f}%</td><td class="num">'
               f'{_num(b.baselines[0].median_ms) if b.baselines else "–"}</td></tr>'

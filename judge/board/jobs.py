@@ -1,31 +1,24 @@
 """The parallel leaderboard runner: a queue of submissions, one thread per GPU, one job per GPU at a
 time (a GPU never times two kernels at once). Each job calls a judging function with the GPU's
-index; the real one (`SubprocessJudge`) runs `python3 -m cli submit ... --json --no-record
---device N` in a process of its own, so a crash, a hang or a judge bug costs one row, never the
-run. Tests inject a fake judging function.
+index; the real one (`SubprocessJudge`) runs a `python -m judge.runner.job` process per job
+(judge/runner/job.py), so a crash, a hang or a judge bug costs one row, never the run. Tests
+inject a fake judging function.
 """
 from __future__ import annotations
 
-import json
-import os
 import queue
-import signal
-import subprocess
-import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
-from pydantic import ValidationError
-
-from judge import paths
 from judge.board.submissions import Submission, error_report
 from judge.contract.report import Report
 from judge.contract.verdict import Status
+from judge.runner import job
+from judge.runner.job import LocalRunner, Runner
 
-REPO_ROOT = paths.CODE_ROOT
 JudgeFn = Callable[[Submission, int], Report]
 
 
@@ -86,92 +79,70 @@ def run(submissions: Sequence[Submission], devices: Sequence[int], judge: JudgeF
             yield ev
     finally:
         stop.set()
-        if finished < n and hasattr(judge, "cancel"):
-            judge.cancel()  # type: ignore[attr-defined]
+        cancel = getattr(judge, "cancel", None)
+        if finished < n and callable(cancel):
+            cancel()
         for t in threads:
             t.join(timeout=10)
 
 
 class SubprocessJudge:
-    """Judge one submission with `python3 -m cli submit PROBLEM FILE --json --no-record --device N`."""
+    """Judge one submission in a `python -m judge.runner.job` process of its own (judge/runner/job.py:
+    a typed job spec in, a Report back on a file descriptor of its own)."""
 
     def __init__(self, problems_root: Path, gpu_kind: str | None = None, budget_s: float | None = None,
-                 arch: str | None = None, timeout_s: float = 1800.0):
+                 arch: str | None = None, timeout_s: float = 1800.0, runner: Runner | None = None):
         self.problems_root, self.gpu_kind = Path(problems_root), gpu_kind
         self.budget_s, self.arch, self.timeout_s = budget_s, arch, timeout_s
-        self._live: set[subprocess.Popen] = set()
+        self.runner: Runner = runner or LocalRunner()
+        self.command: list[str] | None = None  # the child's command line (tests replace it); default: the job module
+        self._live: set[job.Child] = set()
         self._lock = threading.Lock()
 
-    def command(self, sub: Submission, dev: int) -> list[str]:
-        cmd = [sys.executable, "-m", "cli", "submit", str((self.problems_root / sub.problem).resolve()),
-               str(sub.path.resolve()), "--json", "--no-record", "--device", str(dev)]
-        if self.budget_s is not None:
-            cmd += ["--budget", str(self.budget_s)]
-        if self.arch:
-            cmd += ["--arch", self.arch]
-        return cmd
+    def spec(self, sub: Submission, dev: int) -> job.JobSpec:
+        return job.JobSpec(problem=(self.problems_root / sub.problem).resolve(), solution=sub.path.resolve(),
+                           mode="submit", device=dev, arch=self.arch, budget_s=self.budget_s, runner=self.runner)
 
     def __call__(self, sub: Submission, dev: int) -> Report:
-        env = dict(os.environ)
-        env.pop("CUDA_VISIBLE_DEVICES", None)  # --device N is a physical (NVML) index, as in the worker
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        proc = subprocess.Popen(self.command(sub, dev), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                cwd=REPO_ROOT, env=env, start_new_session=True)  # its own group: killed whole
+        child = job.Child(self.spec(sub, dev), command=self.command)
         with self._lock:
-            self._live.add(proc)
+            self._live.add(child)
         try:
-            stdout, stderr = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
-            proc.communicate()
-            return error_report(sub, Status.TIMEOUT, f"judging did not finish within {self.timeout_s:g} s "
-                                "(the judging process was killed)", self.gpu_kind)
+            code, reply, tail = child.communicate(self.timeout_s)
+        except job.JobFailed as e:
+            return failed_report(sub, e, self.gpu_kind)
         finally:
             with self._lock:
-                self._live.discard(proc)
-        return parse(sub, proc.returncode, stdout, stderr, self.gpu_kind)
+                self._live.discard(child)
+        return parse(sub, code, reply, tail, child.nonce, self.gpu_kind)
 
     def cancel(self) -> None:
         with self._lock:
-            for proc in list(self._live):
-                _kill(proc)
+            for child in list(self._live):
+                child.kill()
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def parse(sub: Submission, returncode: int | None, reply: bytes, log_tail: str, nonce: str,
+          gpu_kind: str | None = None) -> Report:
+    """The report a job process sent; a row saying what went wrong when it sent none."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        result = job.decode(reply, nonce, "submit", returncode, log_tail)
+    except job.JobFailed as e:
+        return failed_report(sub, e, gpu_kind)
+    assert isinstance(result, Report)  # decode checked the kind for mode submit
+    return result.model_copy(update={"solution": str(sub.path)})
 
 
-def parse(sub: Submission, returncode: int, stdout: str, stderr: str, gpu_kind: str | None = None) -> Report:
-    """The report a `submit --json` process printed; a row saying what went wrong when it printed none."""
-    start = stdout.rfind("\n{\n")  # the report is printed last, indented; stray prints may precede it
-    for text in (stdout, stdout[start + 1:] if start >= 0 else None):
-        if text:
-            try:
-                return Report.model_validate_json(text).model_copy(update={"solution": str(sub.path)})
-            except ValidationError:
-                pass
-    tail = stderr.strip()[-1500:]
-    try:
-        said = json.loads(stdout).get("error")
-    except (ValueError, AttributeError):
-        said = None
-    if said:
-        why = f"the judge refused it (exit {returncode}): {said}"
-    elif returncode < 0:
-        why = f"the judging process died of signal {-returncode} ({_signame(-returncode)})"
-    else:
-        why = f"the judging process exited {returncode} without a report"
-    return error_report(sub, Status.INTERNAL_ERROR, why + (f"\n{tail}" if tail else ""), gpu_kind)
-
-
-def _signame(n: int) -> str:
-    try:
-        return signal.Signals(n).name
-    except ValueError:
-        return "unknown"
+def failed_report(sub: Submission, failure: job.JobFailed, gpu_kind: str | None = None) -> Report:
+    """The row of a job that gave no report: TIMEOUT when it ran out of time, INTERNAL_ERROR else
+    (the judge's or the machine's fault, never a verdict on the file)."""
+    if failure.kind == "timeout":
+        return error_report(sub, Status.TIMEOUT, failure.message, gpu_kind)
+    if failure.kind == "refused":
+        return error_report(sub, Status.INTERNAL_ERROR, f"the judge refused it: {failure.detail()}", gpu_kind)
+    if failure.kind == "internal":
+        return error_report(sub, Status.INTERNAL_ERROR, f"the judge failed: {failure.detail()}", gpu_kind)
+    return error_report(sub, Status.INTERNAL_ERROR, failure.detail(), gpu_kind)
 
 
 def prebuild(submissions: Sequence[Submission], problems_root: Path, arch: str) -> int:

@@ -16,12 +16,13 @@ intervals tie, as above.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol, Sequence
+from typing import Protocol
 
 from judge.contract.report import Report
-from judge.engine.score import geomean
 from judge.contract.verdict import Status
+from judge.engine.score import geomean
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,14 @@ class Score:
 
     def overlaps(self, other: Score) -> bool:
         return self.low <= other.high and other.low <= self.high
+
+
+def _geomean(values: Iterable[float]) -> float:
+    """The geomean of values known to be positive (speedups, never empty here)."""
+    g = geomean(values)
+    if g is None:
+        raise ValueError("the geomean of no positive value")
+    return g
 
 
 def score(report: Report) -> Score | None:
@@ -52,7 +61,7 @@ def score(report: Report) -> Score | None:
         highs.append(base / s.ci_low_ms)
     if not pts:
         return None
-    return Score(geomean(pts), geomean(lows), geomean(highs), len(pts))  # type: ignore[arg-type]
+    return Score(_geomean(pts), _geomean(lows), _geomean(highs), len(pts))
 
 
 def ranks(scores: Sequence[Score]) -> list[tuple[int, bool]]:
@@ -74,10 +83,15 @@ def rank_text(rank: int, tied: bool) -> str:
 
 
 class RowLike(Protocol):
-    id: int
-    participant: str
-    gpu_kind: str
-    report: Report
+    """A stored result (judge.board.submissions.Row): read-only."""
+    @property
+    def id(self) -> int: ...
+    @property
+    def participant(self) -> str: ...
+    @property
+    def gpu_kind(self) -> str: ...
+    @property
+    def report(self) -> Report: ...
 
 
 @dataclass(frozen=True)
@@ -156,8 +170,8 @@ def overall(problems: Iterable[ProblemBoard]) -> list[OverallEntry]:
             solved.setdefault(r.participant, []).append(r.score)
         for name in [r.participant for r in pb.ranking] + [u.participant for u in pb.unranked]:
             attempted[name] = attempted.get(name, 0) + 1
-    agg = {name: Score(geomean(s.point for s in ss), geomean(s.low for s in ss),  # type: ignore[arg-type]
-                       geomean(s.high for s in ss), sum(s.shapes for s in ss))
+    agg = {name: Score(_geomean(s.point for s in ss), _geomean(s.low for s in ss),
+                       _geomean(s.high for s in ss), sum(s.shapes for s in ss))
            for name, ss in solved.items()}
     order = sorted(agg, key=lambda n: (-len(solved[n]),) + _sort_key(n, agg[n]))
     out: list[OverallEntry] = []

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from judge.board.rank import KindBoard, ProblemBoard, Score
 
@@ -53,7 +54,8 @@ def markdown(boards: list[KindBoard]) -> str:
         for pb in kb.problems:
             lines += [f"## {pb.problem} · {kb.gpu_kind}", ""]
             if pb.ranking:
-                lines += [f"| rank | participant | speedup over {_cell(baseline_name(pb))} | 95% interval | file | judged |",
+                lines += [f"| rank | participant | speedup over {_cell(baseline_name(pb))} | 95% interval | file "
+                          "| judged |",
                           "|---:|---|---:|---|---|---|"]
                 lines += [f"| {r.rank_text} | {_cell(r.participant)} | {times(r.score.point)} | {interval(r.score)} | "
                           f"{_cell(Path(r.report.solution).name)} | {r.report.started_at} |" for r in pb.ranking]
@@ -71,10 +73,11 @@ def _r(v: float | None) -> float | None:
     return None if v is None else round(v, 6)
 
 
-def to_json(boards: list[KindBoard]) -> dict:
-    out = {"overall_rule": OVERALL_RULE, "boards": []}
+def to_json(boards: list[KindBoard]) -> dict[str, Any]:
+    out_boards: list[dict[str, Any]] = []
+    out = {"overall_rule": OVERALL_RULE, "boards": out_boards}
     for kb in boards:
-        out["boards"].append({
+        out_boards.append({
             "gpu_kind": kb.gpu_kind,
             "overall": [{"rank": e.rank, "rank_text": e.rank_text, "tied": e.tied, "participant": e.participant,
                          "solved": e.solved, "attempted": e.attempted, "speedup": _r(e.score.point),

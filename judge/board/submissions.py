@@ -13,13 +13,13 @@ The repository's model answers take part as the participant `reference`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
 
-from judge.build import toolchain
 from judge.board.rank import Score, score
+from judge.build import toolchain
 from judge.contract.report import Environment, Report
 from judge.contract.verdict import Status
 

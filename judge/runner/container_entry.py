@@ -16,6 +16,7 @@ import re
 import sys
 import typing
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -44,7 +45,7 @@ def decode_event(name: object, data: object) -> Event:
     names = {f.name for f in dataclasses.fields(cls)}
     if set(data) != names:
         raise ValueError(f"event {name} with fields {sorted(data)}")
-    args = {}
+    args: dict[str, Any] = {}
     for key, value in data.items():
         hint = hints[key]
         if isinstance(hint, type) and issubclass(hint, BaseModel):
@@ -71,36 +72,42 @@ class Reader:
         try:
             msg = json.loads(line)
         except ValueError:
-            return self._tamper(f"a line that is not JSON on the judge's channel: {line[:120]!r}")
+            self._tamper(f"a line that is not JSON on the judge's channel: {line[:120]!r}")
+            return None
         if not isinstance(msg, dict) or msg.get("nonce") != self.nonce or not NONCE.fullmatch(self.nonce):
-            return self._tamper("a line without this run's nonce on the judge's channel")
+            self._tamper("a line without this run's nonce on the judge's channel")
+            return None
         if self.report is not None:
-            return self._tamper("a line after the report")
+            self._tamper("a line after the report")
+            return None
         keys = set(msg) - {"nonce"}
         if keys == {"event", "data"}:
             try:
                 return decode_event(msg["event"], msg["data"])
             except ValueError as e:
-                return self._tamper(f"a malformed progress event: {e}")
+                self._tamper(f"a malformed progress event: {e}")
+                return None
         if keys == {"error"} and isinstance(msg["error"], str):
             self.error = msg["error"][:4000]
             return None
         if keys != {"report"}:
-            return self._tamper(f"an unknown message with keys {sorted(keys)}")
+            self._tamper(f"an unknown message with keys {sorted(keys)}")
+            return None
         try:
             report = Report.model_validate_json(json.dumps(msg["report"]))
         except ValueError as e:
-            return self._tamper(f"a malformed report: {str(e)[:300]}")
+            self._tamper(f"a malformed report: {str(e)[:300]}")
+            return None
         if report.problem != self.problem or report.source_sha256 != self.sha256 or report.mode != self.mode:
-            return self._tamper(f"a report for another run (problem {report.problem}, mode {report.mode}, "
-                                f"sha256 {report.source_sha256[:16]}…; expected {self.problem}, {self.mode}, "
-                                f"{self.sha256[:16]}…)")
+            self._tamper(f"a report for another run (problem {report.problem}, mode {report.mode}, "
+                         f"sha256 {report.source_sha256[:16]}…; expected {self.problem}, {self.mode}, "
+                         f"{self.sha256[:16]}…)")
+            return None
         self.report = report
         return None
 
     def _tamper(self, why: str) -> None:
         self.tampered = why
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         print("container_entry: no nonce on stdin", file=sys.stderr)
         return 2
     try:
-        from judge.engine.stats import Policy
         from judge.engine.run import Options, evaluate
+        from judge.engine.stats import Policy
         from judge.problem.spec import load_problem
 
         if args.peaks:  # into this container's own cache, where judge.gpu.device looks

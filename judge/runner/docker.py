@@ -21,17 +21,18 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 from judge import paths
 from judge.build.nvcc import cache_root
 from judge.contract.events import Event, Finished
 from judge.contract.report import Report
-from judge.problem.spec import Problem
 from judge.contract.verdict import Status
+from judge.problem.spec import Problem
 from judge.runner.container_entry import Reader
 from judge.runner.docker_io import DockerUnavailable, Outcome, connect, run_container
 
@@ -150,7 +151,8 @@ def container_config(problem: Problem, job: Path, solution_name: str, mode: str,
     code_root = paths.CODE_ROOT
     volumes = {str(code_root / "judge"): {"bind": f"{CODE_DST}/judge", "mode": "ro"},
                str(job): {"bind": JOB_DST, "mode": "ro"}}
-    pythonpath, python, passed = [CODE_DST], "python3", {}  # the image's own PATH finds its python3
+    pythonpath, python = [CODE_DST], "python3"  # the image's own PATH finds its python3
+    passed: dict[str, str] = {}
     if dopts.host_env:
         env_volumes, extra, passed = host_env_mounts(code_root)
         volumes.update(env_volumes)
@@ -209,7 +211,7 @@ def stage_job(problem: Problem, source: Path) -> tuple[tempfile.TemporaryDirecto
     peaks = cache_root() / "devices"  # this machine's measured GPU peaks: not re-measured in every container
     if peaks.is_dir():
         shutil.copytree(peaks, job / "devices", ignore=lambda d, names: [n for n in names if not n.endswith(".json")])
-    for root, dirs, files in os.walk(job):
+    for root, _dirs, files in os.walk(job):
         os.chmod(root, 0o755)
         for f in files:
             os.chmod(os.path.join(root, f), 0o644)
@@ -225,8 +227,8 @@ def evaluate_in_docker(problem: Problem, source: Path, mode: str = "submit", dev
     t0 = time.perf_counter()
     tmp, name = stage_job(problem, source)
     sha = hashlib.sha256((Path(tmp.name) / name).read_bytes()).hexdigest()
-    base = dict(problem=problem.name, solution=str(source), source_sha256=sha, mode=mode,
-                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    base: dict[str, Any] = dict(problem=problem.name, solution=str(source), source_sha256=sha, mode=mode,
+                                started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     def finish(status: Status, message: str) -> Finished:
         return Finished(Report(**base, status=status, message=message, wall_s=round(time.perf_counter() - t0, 3)))
@@ -284,7 +286,8 @@ def verdict(reader: Reader, outcome: Outcome, timeout_s: float, dopts: DockerOpt
         return Finished(report)
     tail = f"\n{outcome.stderr_tail}" if outcome.stderr_tail.strip() else ""
     if outcome.timed_out:
-        return finish(Status.TIMEOUT, f"the container ran past its hard limit of {timeout_s:.0f} s and was killed{tail}")
+        return finish(Status.TIMEOUT,
+                      f"the container ran past its hard limit of {timeout_s:.0f} s and was killed{tail}")
     if outcome.oom_killed:
         return finish(Status.RUNTIME_ERROR, f"the container ran out of memory (limit {dopts.memory}){tail}")
     if reader.error:

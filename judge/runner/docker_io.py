@@ -7,8 +7,9 @@ import os
 import select
 import struct
 import time
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any
 
 STDERR_TAIL_BYTES = 4000
 BUILD_HINT = ("build it: `docker build -t kernel-judge -f docker/Dockerfile .` on a machine with a registry, "
@@ -33,13 +34,13 @@ class Outcome:
 def connect(image: str):
     """(client, the engine's `docker info`) with `image` present; DockerUnavailable with the fix otherwise."""
     try:
-        import docker
+        import docker.client  # (docker.client: mypy takes a bare `docker` for the repository's docker/ folder)
         from docker.errors import DockerException, ImageNotFound
     except ImportError:
         raise DockerUnavailable("the docker runner needs the docker SDK for Python; fix: "
                                 "pip install docker (or pip install -e .)") from None
     try:
-        client = docker.from_env(timeout=300)  # a loaded machine makes the engine slow
+        client = docker.client.from_env(timeout=300)  # a loaded machine makes the engine slow
         info = client.info()
     except DockerException as e:
         where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
@@ -54,7 +55,8 @@ def connect(image: str):
     return client, info
 
 
-def run_container(client, config: dict, stdin: bytes, timeout_s: float, stdout_cap: int) -> Iterator[bytes]:
+def run_container(client: Any, config: dict[str, Any], stdin: bytes, timeout_s: float,
+                  stdout_cap: int) -> Generator[bytes, None, Outcome]:
     """Create and start a container from `config` (containers.create's arguments, with
     stdin_open), send it `stdin`, yield each stdout line as it comes; return (StopIteration.value)
     its Outcome. Past `timeout_s` or `stdout_cap` it is killed. Closing the generator early kills

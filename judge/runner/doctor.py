@@ -6,8 +6,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from judge.gpu import device
 from judge.build import toolkit
+from judge.gpu import device
 
 
 @dataclass
@@ -55,9 +55,9 @@ def _docker() -> Finding:
     if importlib.util.find_spec("docker") is None:
         return Finding("docker", False, "the docker Python SDK is not installed", "pip install docker", False)
     try:
-        import docker
+        import docker.client
 
-        client = docker.from_env(timeout=5)
+        client = docker.client.from_env(timeout=5)
         version = client.version().get("Version", "?")
         return Finding("docker", True, f"engine {version}", required=False)
     except Exception as e:  # noqa: BLE001 — any failure means "no engine reachable"

@@ -31,8 +31,8 @@ from pathlib import Path
 from judge import paths
 from judge.build import toolchain, toolkit
 from judge.build.toolchain import Prepared
-from judge.problem.spec import Problem, Workload, workload_id
 from judge.contract.verdict import Status
+from judge.problem.spec import Problem, Workload, workload_id
 
 NCU_MISSING = "ncu not found; install Nsight Compute or put ncu on PATH"
 TIMEOUT_S = 600

@@ -37,16 +37,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch  # first: its libcudart is the one judge.gpu.cudart reuses (by soname)
 
-        from judge.problem import spec
-        from judge.problem import workloads
         from judge.gpu.cudart import Runtime
+        from judge.problem import spec, workloads
 
         problem = spec.load_problem(args.problem)
         workload = json.loads(args.workload)
         torch.cuda.set_device(0)
         rt = Runtime(0)
+        dtypes = {p.name: p.ctype.element.dtype for p in problem.tensors if p.ctype.element is not None}
         tensors = {p.name: torch.empty(problem.shape_of(p.name, workload), device="cuda",
-                                       dtype=getattr(torch, p.ctype.element.dtype))  # type: ignore[union-attr]
+                                       dtype=getattr(torch, dtypes[p.name]))
                    for p in problem.tensors}
         workloads.fill_inputs(problem, workload, tensors, secret=0, phase="profile")
         for p in problem.outputs:

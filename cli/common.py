@@ -1,0 +1,142 @@
+"""What every command module of the `judge` command line shares: the consoles, the shared options,
+the error mapping (every failure is one clear message and the design's exit code, never a
+traceback), `resolve` of a problem name, the runner options and the record step.
+
+Command modules import this (and cli/render.py, cli/board_view.py); cli/app.py imports the command
+modules; nothing imports cli/app.py.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, List, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from judge import paths
+from judge.board.run import RunError
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE
+from judge.gpu import device
+from judge.problem import spec
+from judge.runner.job import DockerRunner, LocalRunner, Runner
+
+if TYPE_CHECKING:
+    from judge.contract.report import Report
+
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 120)
+
+JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
+DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
+DbOpt = typer.Option(None, "--db", help="Results store (default: $JUDGE_DB or .judge/judge.db).")
+
+RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
+ImageOpt = typer.Option(None, "--image",
+                        help="The docker runner's image (default: $JUDGE_DOCKER_IMAGE or kernel-judge:latest).")
+MountOpt = typer.Option([], "--docker-mount", help="SRC:DST, bound read-only into the container (repeatable).")
+HostEnvOpt = typer.Option(False, "--docker-host-env",
+                          help="Bind this machine's /usr and Python read-only (images of docker/host-image.sh).")
+GpusOpt = typer.Option("auto", "--docker-gpus",
+                       help="auto, toolkit (--gpus), devices (device nodes + driver mount) or none.")
+
+
+class Usage(Exception):
+    """A bad command line or a bad problem: exit 2."""
+
+
+def problems_root() -> Path:
+    return paths.problems_root()
+
+
+def resolve(problem: str) -> spec.Problem:
+    """A problem folder path, or the name of one under the problems root."""
+    path = Path(problem)
+    if not path.exists() and (problems_root() / problem).exists():
+        path = problems_root() / problem
+    if not path.exists():
+        known = ", ".join(p.name for p in spec.find_problems(problems_root()))
+        raise Usage(f"no problem {problem!r} (not a folder; known problems: {known or 'none'})")
+    return spec.load_problem(path)
+
+
+def solution_file(path: Path) -> Path:
+    """The solution named on the command line: an existing .cu file, or Usage."""
+    if not path.is_file():
+        raise Usage(f"no such file: {path}")
+    if path.suffix != ".cu":
+        raise Usage(f"{path} is not a .cu file")
+    return path
+
+
+@contextmanager
+def errors(as_json: bool, debug: bool) -> Iterator[None]:
+    """Turn every failure into one clear message and the design's exit code; never a traceback."""
+    try:
+        yield
+    except spec.ProblemError as e:
+        fail(as_json, EXIT_USAGE, f"invalid problem {e.file}", [f"{loc}: {msg}" for loc, msg in e.errors])
+    except (Usage, device.NotVisible) as e:
+        fail(as_json, EXIT_USAGE, str(e))
+    except RunError as e:  # the library's: a leaderboard run that cannot start, with its exit code
+        fail(as_json, e.exit_code, str(e))
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        fail(as_json, 130, "interrupted")
+    except Exception as e:  # noqa: BLE001 — the judge's own fault: INTERNAL_ERROR, exit 3
+        if debug:
+            traceback.print_exc()
+        fail(as_json, EXIT_NOT_YOUR_CODE, f"INTERNAL_ERROR (not your code): {type(e).__name__}: {e}"
+             + ("" if debug else " (run with --debug for the traceback)"))
+
+
+def fail(as_json: bool, code: int, message: str, details: list[str] | None = None) -> NoReturn:
+    """Say what went wrong (JSON on stdout with --json, else on stderr) and exit with `code`."""
+    if as_json:
+        print(json.dumps({"error": message, "details": details or [], "exit_code": code}))
+    else:
+        err.print(f"[red]error:[/] {escape(message)}")
+        for d in details or []:
+            err.print(f"  {escape(d)}")
+    raise typer.Exit(code)
+
+
+def runner_choice(runner: str, image: Optional[str], mounts: List[str], host_env: bool, gpus: str,
+                  check_mounts: bool = True) -> Runner:
+    """The runner options of the command line, typed (judge/runner/job.py); Usage on a bad one.
+    `check_mounts=False` where the mounts' sources are paths on the machine that judges (a
+    cluster node), which checks them itself."""
+    if runner == "local":
+        return LocalRunner()
+    if runner != "docker":
+        raise Usage(f"--runner {runner!r}: expected local or docker")
+    from judge.runner.docker import GPU_STYLES, MountError, parse_mount
+
+    if gpus not in GPU_STYLES:
+        raise Usage(f"--docker-gpus {gpus!r}: expected one of {', '.join(GPU_STYLES)}")
+    if check_mounts:
+        try:
+            for m in mounts:
+                parse_mount(m)
+        except MountError as e:
+            raise Usage(str(e)) from None
+    return DockerRunner.model_validate({"image": image, "mounts": list(mounts), "host_env": host_env, "gpus": gpus})
+
+
+def record(report: Report, db: Optional[Path]) -> None:
+    """Append the report to the results store. A store that cannot be written costs a warning,
+    never the verdict (the report is already on stdout)."""
+    from judge.practice.drill import attempt_drill
+    from judge.store import Store, StoreError
+
+    try:
+        with Store(db) as store:  # an attempt on a problem of the active drill belongs to it
+            store.record(report, drill_id=attempt_drill(store, report.problem))
+    except StoreError as e:
+        err.print(f"[yellow]warning:[/] the result was not recorded: {escape(str(e))}")

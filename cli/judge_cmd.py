@@ -1,0 +1,234 @@
+"""`judge submit`, `test`, `list`, `show`, `init`, `validate`, `doctor`: one problem and one solution
+at a time, judged in this process."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.table import Table
+
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
+from judge.problem import abi, spec
+from judge.runner import job
+from judge.runner.job import DockerRunner, Runner
+
+from . import render
+from .common import (
+    DbOpt,
+    DebugOpt,
+    GpusOpt,
+    HostEnvOpt,
+    ImageOpt,
+    JsonOpt,
+    MountOpt,
+    RunnerOpt,
+    Usage,
+    err,
+    errors,
+    out,
+    problems_root,
+    record,
+    resolve,
+    runner_choice,
+    solution_file,
+)
+
+app = typer.Typer()
+
+
+def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
+           arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner) -> None:
+    from judge.engine.run import Options, evaluate
+    from judge.engine.stats import Policy
+
+    with errors(as_json, debug):
+        p = resolve(problem)
+        src = solution_file(solution)
+        dopts = job.docker_options(runner) if isinstance(runner, DockerRunner) else None
+        opts = Options(mode=mode, device=device, arch=arch, policy=Policy(budget_s=budget),
+                       baseline_policy=Policy(budget_s=budget).for_baseline())
+        if not as_json:
+            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}"
+                      + (f" · docker {escape(dopts.image)}" if dopts else ""))
+        if dopts:  # the whole pipeline inside a container (judge/runner/docker.py)
+            from judge.runner.docker import evaluate_in_docker
+
+            events = evaluate_in_docker(p, src, mode, device, arch, budget, dopts)
+        else:
+            events = evaluate(p, src, opts)
+        report = render.run(events, err if as_json else out, quiet=as_json)
+        if as_json:
+            print(report.model_dump_json(indent=2))
+        else:
+            render.report(out, report)
+        if keep and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
+            record(report, db)
+    raise typer.Exit(report.exit_code)
+
+
+
+@app.command()
+def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
+           solution: Path = typer.Argument(..., help="Your .cu file"),
+           as_json: bool = JsonOpt, debug: bool = DebugOpt,
+           device: int = typer.Option(0, help="GPU index."),
+           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+           budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel."),
+           db: Optional[Path] = DbOpt,
+           record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
+           runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
+           host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
+    """Build, check on every test workload, time against the baseline, and give a verdict."""
+    with errors(as_json, debug):
+        choice = runner_choice(runner, image, mount, host_env, gpus)
+    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record, choice)
+
+
+@app.command()
+def test(problem: str = typer.Argument(..., help="Problem folder or name"),
+         solution: Path = typer.Argument(..., help="Your .cu file"),
+         as_json: bool = JsonOpt, debug: bool = DebugOpt,
+         device: int = typer.Option(0, help="GPU index."),
+         arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+         db: Optional[Path] = DbOpt,
+         record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
+         runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
+         host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
+    """Correctness only: build and check every test workload (no timing)."""
+    with errors(as_json, debug):
+        choice = runner_choice(runner, image, mount, host_env, gpus)
+    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record, choice)
+
+
+@app.command("list")
+def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+    """The ladder: problems easy to hard, with level, tags and what you have solved."""
+    from judge.store import Store, StoreError, default_path
+
+    with errors(as_json, False):
+        rows, bad = [], []
+        for path in spec.find_problems(problems_root()):
+            try:
+                rows.append(spec.load_problem(path).spec)
+            except spec.ProblemError as e:
+                bad.append(f"{path.name}: {len(e.errors)} error(s) (judge validate {path})")
+        rows.sort(key=lambda s: (spec.LEVELS.index(s.level), s.name))
+        try:
+            done = {}
+            if (db or default_path()).exists():  # listing never creates a store
+                with Store(db) as store:
+                    done = store.progress()
+        except StoreError as e:
+            done = {}
+            err.print(f"[yellow]warning:[/] solved state unknown: {escape(str(e))}")
+        if as_json:
+            print(json.dumps([{"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
+                               "solved": s.name in done and done[s.name].solved,
+                               "attempts": done[s.name].attempts if s.name in done else 0,
+                               "best_speedup": done[s.name].best_speedup if s.name in done else None}
+                              for s in rows], indent=2))
+            return
+        t = Table(title="problems")
+        for col in ("problem", "level", "title", "tags", "solved"):
+            t.add_column(col)
+        for s in rows:
+            t.add_row(s.name, s.level, s.title, ", ".join(s.tags), render.progress(done.get(s.name)))
+        out.print(t)
+        n = sum(1 for s in rows if s.name in done and done[s.name].solved)
+        out.print(f"{n} of {len(rows)} solved")
+        for b in bad:
+            err.print(f"[yellow]skipped[/] {escape(b)}")
+
+
+@app.command()
+def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_json: bool = JsonOpt) -> None:
+    """The statement, the exact prototype, shapes, workloads and baseline."""
+    with errors(as_json, False):
+        p = resolve(problem)
+        s = p.spec
+        shapes = {t.name: p.shape_text(t.name) for t in p.tensors}
+        baselines = [b.name for b in p.baselines]
+        if as_json:
+            print(json.dumps({"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
+                              "prototype": p.prototype(), "shapes": shapes, "check": s.check.model_dump(),
+                              "tests": s.tests, "benchmarks": s.benchmarks, "baselines": baselines,
+                              "hints": len(s.hints)}, indent=2))
+            return
+        if p.statement_path.exists():
+            out.print(Markdown(p.statement_path.read_text()))
+        else:
+            out.print(f"[bold]{escape(s.title)}[/]")
+        out.print(f"\n[bold]prototype[/]\n  {escape(p.prototype())};")
+        for t in p.tensors:
+            role = "out" if t.ctype.is_output else "in "
+            out.print(f"  {role} {t.name}: {escape(t.type)} {escape(shapes[t.name])}")
+        check = ", ".join(f"{k}={v}" for k, v in s.check.model_dump().items() if k != "name")
+        out.print(f"[bold]check[/] {s.check.name} {check}")
+        out.print(f"[bold]tests[/] {len(s.tests)} workloads; [bold]benchmarks[/] "
+                  + "; ".join(spec.workload_id(w) for w in s.benchmarks))
+        out.print(f"[bold]baseline[/] {escape(', '.join(baselines) or 'none')}; "
+                  f"{len(s.hints)} hints")
+
+
+@app.command()
+def init(problem: str = typer.Argument(..., help="Problem folder or name"),
+         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu)."),
+         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
+    """Write a starter .cu with the exact prototype (it compiles as is)."""
+    with errors(False, False):
+        p = resolve(problem)
+        target = output or Path(f"{p.name}.cu")
+        if target.exists() and not force:
+            raise Usage(f"{target} exists; pass --force to overwrite it")
+        target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
+        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {p.root} {escape(str(target))}")
+
+
+@app.command()
+def validate(problems: List[str] = typer.Argument(..., help="Problem folders"), as_json: bool = JsonOpt) -> None:
+    """Check problem folders: every error of each, at once."""
+    results: list[tuple[str, list[str]]] = []
+    for name in problems:
+        try:
+            p = resolve(name)
+            results.append((name, []))
+            from judge.practice.verify import ControlError, controls
+
+            try:
+                controls(p)
+            except ControlError as e:
+                results[-1] = (name, [str(e)])
+        except spec.ProblemError as e:
+            results.append((str(e.file), [f"{loc}: {msg}" for loc, msg in e.errors]))
+        except Usage as e:
+            results.append((name, [str(e)]))
+    if as_json:
+        print(json.dumps([{"problem": n, "errors": e} for n, e in results], indent=2))
+    else:
+        for n, errs in results:
+            if errs:
+                err.print(f"[red]✗[/] {escape(n)}: {len(errs)} error(s)")
+                for text in errs:
+                    err.print(f"    {escape(text)}")
+            else:
+                out.print(f"[green]✓[/] {escape(n)}")
+    raise typer.Exit(EXIT_USAGE if any(e for _, e in results) else 0)
+
+
+@app.command()
+def doctor(as_json: bool = JsonOpt) -> None:
+    """GPU, driver, nvcc, torch, ninja, docker: what is there, what is missing and how to fix it."""
+    from judge.runner.doctor import diagnose
+
+    findings = diagnose()
+    if as_json:
+        print(json.dumps([vars(f) for f in findings], indent=2))
+    else:
+        for f in findings:
+            mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
+            out.print(f"{mark} {f.name:7} {escape(f.detail)}" + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
+    raise typer.Exit(0 if all(f.ok for f in findings if f.required) else EXIT_NOT_YOUR_CODE)
