@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.problem import abi
-from judge.problem import spec
 from judge.build import toolkit
+from judge.problem import abi, spec
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS_DIR = ROOT / "problems"

@@ -4,11 +4,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from conftest import nvcc_test, problem_names
 
 from judge.problem import abi
 from judge.problem.abi import parse_ctype
-
-from conftest import nvcc_test, problem_names
 
 ELEMENTS = [
     # spelling in the spec, spelling in the prototype, torch dtype, itemsize, is_float

@@ -6,15 +6,14 @@ import random
 import statistics
 
 import pytest
-
-from judge.engine import stats as bench
-from judge.engine import score
-from judge.engine.stats import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
-from judge.contract.report import Stats
-from judge.worker.client import WorkerFailure
-from judge.engine.timing import ImpossibleTime, time_target
-
 from fakes import FakeWorker
+
+from judge.contract.report import Stats
+from judge.engine import score
+from judge.engine import stats as bench
+from judge.engine.stats import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
+from judge.engine.timing import ImpossibleTime, time_target
+from judge.worker.client import WorkerFailure
 
 
 def stats(median: float, lo: float, hi: float) -> Stats:

@@ -6,12 +6,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import nvcc_test
 
-from judge.problem import abi
 from judge.build import nvcc as build
 from judge.build.nvcc import BuildRequest, build_many, parse_resources
-
-from conftest import nvcc_test
+from judge.problem import abi
 
 PARAMS = [("A", abi.parse_ctype("const float*")), ("B", abi.parse_ctype("const float*")),
           ("C", abi.parse_ctype("float*")), ("n", abi.parse_ctype("int"))]

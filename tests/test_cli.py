@@ -6,15 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR, nvcc_test
+from test_spec import VALID, write_problem
 from typer.testing import CliRunner
 
 import cli.verify_cmd  # noqa: F401  (registers `judge verify`)
 from cli.app import app
-from judge.gpu import device
 from judge.contract.report import Report
-
-from conftest import PROBLEMS_DIR, nvcc_test
-from test_spec import VALID, write_problem
+from judge.gpu import device
 
 runner = CliRunner()
 

@@ -5,21 +5,20 @@ import json
 import math
 
 import pytest
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
+from fakes import GPU, FakeInterleaved, FakeWorker, Log, pair_session
 from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge compare`)
 from cli.app import app
-from judge.engine import compare as comparing
-from judge.engine.stats import Policy
-from judge.engine.compare import Compared, Comparison, ShapeComparison, interleave
 from judge.contract.report import Stats
-from judge.engine.score import compare_verdict, interval_order, drift_flagged, ratio_interval
+from judge.contract.verdict import Status
+from judge.engine import compare as comparing
+from judge.engine.compare import Compared, Comparison, ShapeComparison, interleave
+from judge.engine.score import compare_verdict, drift_flagged, interval_order, ratio_interval
+from judge.engine.stats import Policy
 from judge.engine.timing import Timer
 from judge.worker.client import WorkerFailure
-from judge.contract.verdict import Status
-
-from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
-from fakes import GPU, FakeInterleaved, FakeWorker, Log, pair_session
 
 runner = CliRunner()
 
@@ -128,7 +127,8 @@ def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
     log = Log()
     policy = Policy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
     fast = Timer(FakeWorker(0.001, name="A", log=log, only={"time_batch"}), policy, 1.0)
-    slow = Timer(FakeWorker(0.002, name="B", log=log, only={"time_batch"}), Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
+    slow = Timer(FakeWorker(0.002, name="B", log=log, only={"time_batch"}),
+                 Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
                                                           budget_s=10, min_time_s=0.0), 1.0)
     for t in (fast, slow):
         t.warm_up()
@@ -208,7 +208,8 @@ def fake_result(status=Status.ACCEPTED, message="") -> Comparison:
               ShapeComparison(workload="n=4096", a=stats(2.0, 0.02), b=stats(2.01, 0.02), ratio=1.005,
                               ratio_low=0.96, ratio_high=1.05, verdict="AMBIGUOUS")]
     return Comparison(problem="vector_add", a="a.cu", b="b.cu", status=status, message=message,
-                      shapes=shapes if status is Status.ACCEPTED else [], failed=None if status is Status.ACCEPTED else "B")
+                      shapes=shapes if status is Status.ACCEPTED else [],
+                      failed=None if status is Status.ACCEPTED else "B")
 
 
 @pytest.fixture
@@ -285,8 +286,8 @@ def _gpu(f):
 
 
 def _run(a, b, budget=0.5):
-    from judge.problem import spec
     from judge.engine.run import Options
+    from judge.problem import spec
 
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
     events = list(comparing.compare(p, a, b, Options(policy=Policy(budget_s=budget))))

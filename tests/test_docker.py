@@ -16,18 +16,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HAVE_NVCC, PROBLEMS_DIR, ROOT
 from typer.testing import CliRunner
 
 from cli.app import app
-from judge.problem import spec
 from judge.contract.events import Built, Finished, Stage
 from judge.contract.report import BuildInfo, Report
+from judge.contract.verdict import Status
+from judge.problem import spec
 from judge.runner import docker as dk
 from judge.runner.container_entry import NONCE, Reader, encode
 from judge.runner.docker_io import run_container
-from judge.contract.verdict import Status
-
-from conftest import HAVE_NVCC, PROBLEMS_DIR, ROOT
 
 EXPLOITS = ROOT / "tests" / "exploits"
 VECTOR_ADD = ROOT / "reference_solutions" / "vector_add" / "01_naive.cu"
@@ -206,7 +205,6 @@ def leftovers(engine) -> list:
 
 @pytest.mark.docker
 def test_limits_are_in_force(engine, image, problem):
-    py = "import sys; print(sys.executable)"
     lines, out = probe(engine, problem, image, f"""
         id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' ' | tr '\n' ' '; echo
         cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max

@@ -258,7 +258,8 @@ def test_solution_header_parsing(tmp_path):
                                     "// What it buys: speed\n// and more speed.\n// Cost: none.\n#include <x>\n")
     (folder / "02_b.cu").write_text("#include <x>\n")
     a, b = solutions.solutions(tmp_path, "x")
-    assert (a.index, a.title, a.buys, a.numbers) == (1, "x, step 1: the idea in two lines.", "speed and more speed.", None)
+    assert (a.index, a.title, a.buys, a.numbers) == (1, "x, step 1: the idea in two lines.", "speed and more speed.",
+                                                     None)
     assert a.technique.startswith("Technique: do it.") and (b.title, b.buys, b.technique) == ("02_b", None, "")
 
 

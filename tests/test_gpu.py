@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from judge.contract.events import Finished
+from judge.contract.verdict import Status
+from judge.engine.run import Options, evaluate
+from judge.engine.stats import Policy
 from judge.gpu import device
 from judge.problem import spec
-from judge.engine.stats import Policy
-from judge.contract.events import Finished
-from judge.engine.run import Options, evaluate
-from judge.contract.verdict import Status
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.gpu,
@@ -108,8 +108,8 @@ def test_kernel_that_never_ends_is_timeout(tmp_path):
 
 
 def test_cli_submit_json(tmp_path):
-    from cli.app import app
     import cli.verify_cmd  # noqa: F401
+    from cli.app import app
 
     ref = sorted((ROOT / "reference_solutions" / "vector_add").glob("*.cu"))[0]
     result = CliRunner().invoke(app, ["test", "vector_add", str(ref), "--json"])

@@ -125,7 +125,8 @@ def test_boards_per_gpu_kind_and_latest_result_wins(tmp_path):
         boards = board_rank.build(leaderboard.latest(leaderboard.rows(st)).values())
     assert [kb.gpu_kind for kb in boards] == ["A100", "H100"]
     assert [r.participant for r in boards[0].problems[0].ranking] == ["alice"]
-    assert boards[1].problems[0].ranking == [] and boards[1].problems[0].unranked[0].report.status is Status.WRONG_ANSWER
+    second = boards[1].problems[0]
+    assert second.ranking == [] and second.unranked[0].report.status is Status.WRONG_ANSWER
 
 
 def test_regression_needs_intervals_apart():

@@ -11,10 +11,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+from test_leaderboard import golden_boards
 
 from judge.board import html as board_html
-
-from test_leaderboard import golden_boards
 
 WIDTH, HEIGHT = 1200, 1600
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)

@@ -6,21 +6,19 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from judge.build import policy
-from judge.build import nvcc as build
-from judge.gpu import device
-from judge.problem import spec
-from judge.problem import workloads
-from judge.contract.events import Built, Finished, Stage
-from judge.build.cuda import CUDA
-from judge.engine.run import Options, evaluate
-from judge.contract.verdict import Status
-from judge.practice.verify import ControlError, controls, expected_status
-from judge.worker import protocol
-
 from conftest import PROBLEMS_DIR
 from test_spec import VALID, write_problem
+
+from judge.build import nvcc as build
+from judge.build import policy
+from judge.build.cuda import CUDA
+from judge.contract.events import Built, Finished, Stage
+from judge.contract.verdict import Status
+from judge.engine.run import Options, evaluate
+from judge.gpu import device
+from judge.practice.verify import ControlError, controls, expected_status
+from judge.problem import spec, workloads
+from judge.worker import protocol
 
 NO_GPU = not device.gpus()
 
@@ -100,7 +98,8 @@ def test_expected_status_parses(tmp_path, first_line, status, reason):
     assert expected_status(f) == (status, reason)
 
 
-@pytest.mark.parametrize("text", ["", "// expected: WRONG\n", "// WRONG_ANSWER\n", "#include <x>\n// expected: TIMEOUT\n",
+@pytest.mark.parametrize("text", ["", "// expected: WRONG\n", "// WRONG_ANSWER\n",
+                                  "#include <x>\n// expected: TIMEOUT\n",
                                   "// expected: wrong_answer\n"])
 def test_expected_status_rejects(tmp_path, text):
     f = tmp_path / "c.cu"

@@ -7,16 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR, ROOT, nvcc_test
 
 from judge.build import nvcc as build
 from judge.build import policy
-from judge.problem import spec
-from judge.contract.events import Finished
 from judge.build.cuda import CUDA
-from judge.engine.run import Options, evaluate
+from judge.contract.events import Finished
 from judge.contract.verdict import Status
-
-from conftest import PROBLEMS_DIR, ROOT, nvcc_test
+from judge.engine.run import Options, evaluate
+from judge.problem import spec
 
 EXPLOITS = sorted((ROOT / "tests" / "exploits").glob("*.cu"))
 _DECL = re.compile(r"^// expected: REJECTED — \[([\w-]+)\] (.+)$")

@@ -8,14 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR, ROOT, SOLUTIONS_DIR, nvcc_test
 from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge profile`)
 from cli.app import app
-from judge.runner import profile as prof
 from judge.problem import spec
-
-from conftest import PROBLEMS_DIR, ROOT, SOLUTIONS_DIR, nvcc_test
+from judge.runner import profile as prof
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ncu_raw.csv"  # hand-written in ncu's format
 runner = CliRunner()

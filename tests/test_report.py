@@ -7,11 +7,22 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from judge.problem.checks import run_check
-from judge.contract.report import BaselineTiming, BenchResult, BuildInfo, CheckResult, Environment, KernelInfo, Mismatch, Report, Stats, Telemetry
 from judge.contract import report as rep
-from judge.problem.spec import AllClose
+from judge.contract.report import (
+    BaselineTiming,
+    BenchResult,
+    BuildInfo,
+    CheckResult,
+    Environment,
+    KernelInfo,
+    Mismatch,
+    Report,
+    Stats,
+    Telemetry,
+)
 from judge.contract.verdict import EXIT_CODES, Status
+from judge.problem.checks import run_check
+from judge.problem.spec import AllClose
 
 
 def stats(m: float, samples: int = 120) -> Stats:

@@ -246,7 +246,8 @@ def test_kill_ends_the_process_group(fake_worker):
     w.kill()
     assert w.proc.poll() is not None
     if not _gone(child):
-        import os, signal
+        import os
+        import signal
         os.kill(child, signal.SIGKILL)
         pytest.fail(f"the worker's child {child} survived kill()")
 
@@ -261,7 +262,8 @@ def test_close_ends_children_of_a_worker_that_exited(fake_worker):
         w.close()
         assert _gone(child, 2.0), f"the worker's child {child} survived close()"
     finally:
-        import os, signal
+        import os
+        import signal
         try:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:

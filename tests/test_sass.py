@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
 
 from judge.build import nvcc as build
 from judge.build import sass
-from judge.problem import spec
 from judge.build.cuda import CUDA
-
-from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
+from judge.problem import spec
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cuobjdump_sass.txt"
 needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,

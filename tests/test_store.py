@@ -1,19 +1,16 @@
 """The results store: migrations, append-only rows, solved state, and concurrent writers."""
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from judge.contract.report import Report
-from judge.store import MIGRATIONS, Store, StoreError
 from judge.contract.verdict import Status
-
-from conftest import ROOT
+from judge.store import MIGRATIONS, Store, StoreError
 
 
 def report(problem: str = "relu", status: Status = Status.ACCEPTED, speedup: float | None = None,

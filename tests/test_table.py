@@ -1,12 +1,12 @@
 """`judge verify --table`: rows from timed reports, merging runs, and the README block."""
 from __future__ import annotations
 
-from judge.problem import spec
-from judge.practice import results_table as table
+from conftest import PROBLEMS_DIR
+
 from judge.contract.report import BaselineTiming, BenchResult, Environment, Report, Stats
 from judge.contract.verdict import Status
-
-from conftest import PROBLEMS_DIR
+from judge.practice import results_table as table
+from judge.problem import spec
 
 
 def stats(ms: float) -> Stats:
@@ -33,8 +33,9 @@ def test_row_takes_the_largest_shape_and_the_binding_unit():
     hgemm = spec.load_problem(PROBLEMS_DIR / "hgemm")
     assert table.largest_benchmark(hgemm) == "M=8192,N=8192,K=8192"
     f = 2 * 8192**3
-    r = table.row(hgemm, report("hgemm", "03.cu", [bench("M=2048,N=2048,K=2048", 0.1, 2 * 2048**3, 3 * 2 * 2048**2, 0.05),
-                                                  bench("M=8192,N=8192,K=8192", 2.0, f, 3 * 2 * 8192**2, 1.0)]))
+    r = table.row(hgemm, report("hgemm", "03.cu", [
+        bench("M=2048,N=2048,K=2048", 0.1, 2 * 2048**3, 3 * 2 * 2048**2, 0.05),
+        bench("M=8192,N=8192,K=8192", 2.0, f, 3 * 2 * 8192**2, 1.0)]))
     assert r.workload == "M=8192,N=8192,K=8192" and r.unit == "TFLOPS"
     assert r.value == round(f / 2.0 / 1e9, 1) and r.pct_of_baseline == 50.0 and r.solution == "03.cu"
     va = spec.load_problem(PROBLEMS_DIR / "vector_add")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import PROBLEMS_DIR
 
 from judge.build import toolchain
 from judge.build.cuda import CUDA
@@ -15,8 +16,6 @@ from judge.contract.report import BuildInfo
 from judge.contract.verdict import Status
 from judge.engine.run import Options, evaluate
 from judge.problem import spec
-
-from conftest import PROBLEMS_DIR
 
 
 @pytest.fixture

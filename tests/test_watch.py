@@ -7,21 +7,20 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import PROBLEMS_DIR
+from fakes import FakeWorker
 from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge watch`)
 from cli.app import app
-from judge.problem import spec
-from judge.practice import watch as watching
 from judge.contract.events import CaseDone, Finished, Stage
-from judge.engine.run import Options
 from judge.contract.report import Report
 from judge.contract.report import TestCase as Case
 from judge.contract.verdict import Status
+from judge.engine.run import Options
+from judge.practice import watch as watching
 from judge.practice.watch import ChangeDetector, Judged, ReferenceCache, WatchSession
-
-from conftest import PROBLEMS_DIR
-from fakes import FakeWorker
+from judge.problem import spec
 
 runner = CliRunner()
 
@@ -218,7 +217,7 @@ class FakeSession:
     """Stands for WatchSession in the CLI: no GPU; each run's status comes from a list."""
 
     statuses: list[Status] = []
-    made: list["FakeSession"] = []
+    made: list[FakeSession] = []
 
     def __init__(self, problem, opts, timed=True, submit=False):
         self.problem, self.opts, self.timed, self.submit = problem, opts, timed, submit
@@ -280,7 +279,7 @@ def test_cli_ctrl_c_exits_cleanly(fake_session, src, monkeypatch):
 
     def interrupted(self, poll_s=0.2):
         raise KeyboardInterrupt
-        yield  # noqa: unreachable (a generator)
+        yield  # unreachable: makes this a generator
 
     monkeypatch.setattr(ChangeDetector, "changes", interrupted)
     r = runner.invoke(app, ["watch", "vector_add", str(src)])

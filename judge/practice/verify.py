@@ -4,15 +4,16 @@ must get the status its first line declares (`// expected: WRONG_ANSWER — tail
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
-from judge.build import toolchain
 from judge import paths
+from judge.build import toolchain
+from judge.contract.verdict import Status
 from judge.engine.stats import Policy
 from judge.problem.spec import Problem
-from judge.contract.verdict import Status
 
 if TYPE_CHECKING:
     from judge.contract.report import Report
@@ -74,10 +75,10 @@ def verify(problems: list[Problem], device_index: int = 0, arch: str | None = No
     """Build every control through one ninja run, then judge each: correctness only, or with
     `time_references` the reference solutions are also timed against the baseline (submit)."""
     from judge.build import nvcc as build
-    from judge.gpu import device
     from judge.build import toolchain
-    from judge.engine.run import Options, evaluate
     from judge.contract.events import Finished
+    from judge.engine.run import Options, evaluate
+    from judge.gpu import device
 
     gpu = next((g for g in device.gpus() if g.index == device_index), None)
     arch = arch or (build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a")

@@ -15,18 +15,18 @@ import hashlib
 import os
 import secrets
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
 
-from judge.gpu import device
-from judge.engine import run as pipeline
-from judge.engine.stats import Policy
 from judge.contract.events import CaseDone, Event, Finished
 from judge.contract.report import Report
-from judge.worker.client import WorkerProcess
-from judge.problem.spec import Problem
 from judge.contract.verdict import Status
+from judge.engine import run as pipeline
+from judge.engine.stats import Policy
+from judge.gpu import device
+from judge.problem.spec import Problem
+from judge.worker.client import WorkerProcess
 
 POLL_S = 0.2
 SETTLE_S = 0.05
