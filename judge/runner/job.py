@@ -46,7 +46,7 @@ from judge.runner.build_check import BuildCheck
 if TYPE_CHECKING:
     from judge.runner.docker import DockerOptions
 
-ENV_FD = "JUDGE_JOB_FD"  # the number of the child's result fd
+ENV_FD = paths.ENV_JOB_FD  # the number of the child's result fd
 REPLY_CAP_BYTES = 32 << 20  # a report with every mismatch is far smaller; more is a broken child
 REQUEST_CAP_BYTES = 1 << 20
 LOG_TAIL_BYTES = 1500
