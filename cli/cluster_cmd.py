@@ -25,7 +25,7 @@ from . import board_view
 from .common import out, problems_root
 
 if TYPE_CHECKING:
-    from judge.board.cluster_run import Done, Job, Started
+    from judge.board.cluster_run import Job, TaskDone, TaskStarted
 
 
 def run_on_cluster(subs: list[Submission], address: str, kinds_text: Optional[str], build_only: bool, as_json: bool,
@@ -50,7 +50,7 @@ def run_on_cluster(subs: list[Submission], address: str, kinds_text: Optional[st
             events = cluster_run.judge_on_cluster(store, tally, problems_root(), budget, arch, timeout, runner)
             with board, closing(events):
                 for ev in events:
-                    if isinstance(ev, cluster_run.Started):
+                    if isinstance(ev, cluster_run.TaskStarted):
                         board.started(ev)
                     else:
                         board.finished(ev.done, ev.regression)
@@ -94,13 +94,13 @@ class _Board:
         return (f"{escape(k)}: {len(self.queued[k])} queued, {len(self.running[k])} running, "
                 f"{self.done[k]} done, {self.failed[k]} failed")
 
-    def started(self, ev: Started) -> None:
+    def started(self, ev: TaskStarted) -> None:
         k = ev.job.kind
         self.queued[k].discard(ev.job.id)
         self.running[k].add(ev.job.id)
         self._update(k)
 
-    def finished(self, ev: Done, reg: Regression | None) -> None:
+    def finished(self, ev: TaskDone, reg: Regression | None) -> None:
         from judge.board.cluster_run import where
 
         k = ev.job.kind
@@ -120,7 +120,7 @@ class _Board:
             self.progress.update(self.bars[k], description=self._text(k), advance=advance)
 
 
-def _check_line(ev: Done) -> str:
+def _check_line(ev: TaskDone) -> str:
     from judge.board.cluster_run import where
 
     c = ev.check
@@ -132,7 +132,8 @@ def _check_line(ev: Done) -> str:
            f"[dim]({escape(where(ev))})[/]"
 
 
-def _kind_table(kinds: list[str], results: list[Done], skipped: list[tuple[str, Submission]], build_only: bool) -> None:
+def _kind_table(kinds: list[str], results: list[TaskDone], skipped: list[tuple[str, Submission]],
+                build_only: bool) -> None:
     from judge.board.cluster_run import status
 
     t = Table(title="build checks per GPU kind" if build_only else "results per GPU kind")

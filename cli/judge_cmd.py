@@ -43,14 +43,14 @@ app = typer.Typer()
 def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
            arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner) -> None:
     from judge.engine.run import Options, evaluate
-    from judge.engine.stats import Policy
+    from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
         p = resolve(problem)
         src = solution_file(solution)
         dopts = job.docker_options(runner) if isinstance(runner, DockerRunner) else None
-        opts = Options(mode=mode, device=device, arch=arch, policy=Policy(budget_s=budget),
-                       baseline_policy=Policy(budget_s=budget).for_baseline())
+        opts = Options(mode=mode, device=device, arch=arch, policy=TimingPolicy(budget_s=budget),
+                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}"
                       + (f" · docker {escape(dopts.image)}" if dopts else ""))

@@ -145,7 +145,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                     total = progress.add_task("judged", total=len(todo))
                     lanes = {d: progress.add_task(f"GPU {d}: idle", total=None) for d in chosen}
                 for ev in board_run.judge_locally(store, todo, chosen, kind, judge, previous):
-                    if isinstance(ev, jobs.Started):
+                    if isinstance(ev, jobs.JobStarted):
                         if progress:
                             progress.update(lanes[ev.device],
                                             description=f"GPU {ev.device}: {escape(ev.submission.label)}")
@@ -189,7 +189,7 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
             raise Usage(f"no results store at {path}: run `judge leaderboard run SUBMISSIONS_DIR` first (or pass --db)")
         with Store(path) as store:
             latest = leaderboard.latest(leaderboard.rows(store, problem, gpu_kind)).values()
-        boards = board_rank.build(latest)
+        boards = board_rank.boards(latest)
         if fmt is Format.table and output is None:
             _tables(boards)
             return

@@ -129,7 +129,7 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
     B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
     from judge.engine.compare import Compared, compare
     from judge.engine.run import Options
-    from judge.engine.stats import Policy
+    from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
         p = resolve(problem)
@@ -140,7 +140,7 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · A = {escape(str(sa))} · B = {escape(str(sb))}")
         result = None
         with render.Live(err if as_json else out, quiet=as_json) as live:
-            for ev in compare(p, sa, sb, Options(device=device, arch=arch, policy=Policy(budget_s=budget))):
+            for ev in compare(p, sa, sb, Options(device=device, arch=arch, policy=TimingPolicy(budget_s=budget))):
                 if isinstance(ev, Compared):
                     result = ev.result
                 else:
@@ -207,7 +207,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
     import time
 
     from judge.engine.run import Options
-    from judge.engine.stats import Policy
+    from judge.engine.stats import TimingPolicy
     from judge.practice import watch as watching
 
     with errors(as_json, debug):
@@ -216,8 +216,9 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
         budget = budget if budget is not None else (2.0 if submit else 0.5)
         if budget <= 0:
             raise Usage("--budget must be positive")
-        policy = Policy(budget_s=budget) if submit else watching.practice_policy(budget)
-        opts = Options(device=device, arch=arch, policy=policy, baseline_policy=Policy(budget_s=budget).for_baseline())
+        policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
+        opts = Options(device=device, arch=arch, policy=policy,
+                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
         session = watching.WatchSession(p, opts, timed=timed, submit=submit)
         detector = watching.ChangeDetector(src)
         status = out.status("starting the judge", spinner="dots") if not as_json and out.is_terminal else None

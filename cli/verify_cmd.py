@@ -26,7 +26,7 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                                       "baseline and regenerate the table in reference_solutions/README.md."),
            budget: float = typer.Option(1.0, help="With --table: seconds of GPU time per shape per solution.")) -> None:
     """Judge every reference solution and known-wrong control; each must get its declared status."""
-    from judge.engine.stats import Policy
+    from judge.engine.stats import TimingPolicy
     from judge.practice.verify import verify as run_verify
 
     with errors(as_json, debug):
@@ -46,7 +46,7 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
                     how = "timing" if table and c.kind == "reference" else "checking"
                     status.update(f"{how} {i + 1}/{n}: {c.problem.name}/{c.path.name}")
 
-            policy = Policy(budget_s=budget) if table else None
+            policy = TimingPolicy(budget_s=budget) if table else None
             for checked in run_verify(probs, device, arch, on_build, policy, on_start):
                 rows.append(checked)
                 if status:

@@ -11,7 +11,7 @@ from fakes import FakeWorker
 from judge.contract.report import Stats
 from judge.engine import score
 from judge.engine import stats as bench
-from judge.engine.stats import Policy, batch_size, median_ci, stop_reason, summarize, warmup_count
+from judge.engine.stats import TimingPolicy, batch_size, median_ci, stop_reason, summarize, warmup_count
 from judge.engine.timing import ImpossibleTime, time_target
 from judge.worker.client import WorkerFailure
 
@@ -87,7 +87,7 @@ def noisy(n: int, seed: int = 0) -> list[float]:
 
 
 def test_stop_on_noise():
-    p = Policy(noise=0.01, min_samples=20, min_time_s=0.0)
+    p = TimingPolicy(noise=0.01, min_samples=20, min_time_s=0.0)
     steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
     assert stop_reason(steady, 0.0, p) == "noise"
     assert stop_reason(steady[:19], 0.0, p) is None  # fewer than min_samples
@@ -97,19 +97,19 @@ def test_noise_waits_for_the_minimum_time():
     """A tight CI from a short window is not enough: the window must span the power management's
     slow phases (min_time_s of timed GPU time), unless the budget is smaller still."""
     steady = [1.0 + 0.001 * (i % 3) for i in range(100)]
-    p = Policy(noise=0.01, min_samples=20, min_time_s=0.3)
+    p = TimingPolicy(noise=0.01, min_samples=20, min_time_s=0.3)
     assert stop_reason(steady, 0.1, p) is None
     assert stop_reason(steady, 0.3, p) == "noise"
-    assert stop_reason(steady, 0.1, Policy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
+    assert stop_reason(steady, 0.1, TimingPolicy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
 
 
 def test_baselines_get_half():
-    b = Policy(budget_s=2.0, min_time_s=0.3, noise=0.01).for_baseline()
+    b = TimingPolicy(budget_s=2.0, min_time_s=0.3, noise=0.01).for_baseline()
     assert (b.budget_s, b.min_time_s, b.noise) == (1.0, 0.15, 0.01)
 
 
 def test_noisy_samples_go_on_until_budget():
-    p = Policy(noise=0.005, min_samples=20, budget_s=1.0)
+    p = TimingPolicy(noise=0.005, min_samples=20, budget_s=1.0)
     assert stop_reason(noisy(100), 0.5, p) is None
     assert stop_reason(noisy(100), 1.0, p) == "budget"
     assert stop_reason(noisy(2), 5.0, p) is None   # at least 3 samples even past the budget
@@ -117,14 +117,14 @@ def test_noisy_samples_go_on_until_budget():
 
 
 def test_max_samples_wins():
-    p = Policy(noise=0.005, max_samples=50, budget_s=100.0)
+    p = TimingPolicy(noise=0.005, max_samples=50, budget_s=100.0)
     assert stop_reason(noisy(49), 0.0, p) is None
     assert stop_reason(noisy(50), 0.0, p) == "max_samples"
     assert stop_reason([1.0] * 50, 0.0, p) == "max_samples"  # checked before noise
 
 
 def test_zero_times_do_not_stop_on_noise():
-    p = Policy(min_samples=20, budget_s=1.0)
+    p = TimingPolicy(min_samples=20, budget_s=1.0)
     assert stop_reason([0.0] * 30, 0.0, p) is None
 
 
@@ -133,20 +133,20 @@ def test_zero_times_do_not_stop_on_noise():
 @pytest.mark.parametrize("per_call_ms, expected", [(0.5, 100), (50.0, 1), (1000.0, 1), (1e-6, 1000),
                                                    (0.0, 1000), (0.05, 1000), (0.1, 500)])
 def test_batch_size(per_call_ms, expected):
-    assert batch_size(per_call_ms, Policy(batch_s=0.05)) == expected
+    assert batch_size(per_call_ms, TimingPolicy(batch_s=0.05)) == expected
 
 
 @pytest.mark.parametrize("per_call_ms", [0.0, 1e-5, 0.003, 0.2, 7.0, 3000.0])
 def test_batch_size_bounds(per_call_ms):
-    k = batch_size(per_call_ms, Policy())
+    k = batch_size(per_call_ms, TimingPolicy())
     assert 1 <= k <= 1000
     if k > 1:
-        assert (k - 1) * per_call_ms <= Policy().batch_s * 1000
+        assert (k - 1) * per_call_ms <= TimingPolicy().batch_s * 1000
 
 
 @pytest.mark.parametrize("first_ms", [0.0, 1e-4, 0.01, 1.0, 12.5, 25.0, 100.0, 5000.0])
 def test_warmup_count_bounds(first_ms):
-    p = Policy(warmup_ms=25.0, min_warmup_calls=3)
+    p = TimingPolicy(warmup_ms=25.0, min_warmup_calls=3)
     more = warmup_count(first_ms, p)
     calls = more + 1  # with the first one
     per_call = max(first_ms, 1e-3)
@@ -157,7 +157,7 @@ def test_warmup_count_bounds(first_ms):
 
 
 def test_warmup_count_examples():
-    p = Policy(warmup_ms=25.0, min_warmup_calls=3)
+    p = TimingPolicy(warmup_ms=25.0, min_warmup_calls=3)
     assert warmup_count(1.0, p) == 24
     assert warmup_count(100.0, p) == 2
     assert warmup_count(0.1, p) == 249
@@ -176,7 +176,7 @@ def drive(gen):
 
 def test_time_target_stops_on_noise_and_counts_warmup():
     w = FakeWorker(lambda b, i: 0.001, only={"time_batch"})
-    policy = Policy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10, min_time_s=0.0)
+    policy = TimingPolicy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10, min_time_s=0.0)
     result, events = drive(time_target(w, policy, 1.0, lambda n: ("progress", n)))
     assert result.stop_reason == "noise" and result.median_ms == 0.001
     assert result.samples >= 20 and result.warmup_calls == sum(w.asked[:-len(events)])
@@ -187,7 +187,7 @@ def test_time_target_stops_on_noise_and_counts_warmup():
 def test_time_target_respects_max_samples():
     rng = random.Random(0)
     w = FakeWorker(lambda b, i: 0.001 * (1 + rng.random()), only={"time_batch"})
-    policy = Policy(max_samples=30, warmup_ms=0.001, batch_s=0.000007, budget_s=100)
+    policy = TimingPolicy(max_samples=30, warmup_ms=0.001, batch_s=0.000007, budget_s=100)
     result, _ = drive(time_target(w, policy, 1.0, lambda n: n))
     assert result.stop_reason == "max_samples" and result.samples == 30
 
@@ -195,7 +195,7 @@ def test_time_target_respects_max_samples():
 def test_time_target_rejects_impossible_times():
     w = FakeWorker(lambda b, i: 10_000.0, only={"time_batch"})  # 10 s of "GPU time" reported instantly
     with pytest.raises(ImpossibleTime):
-        drive(time_target(w, Policy(), 1.0, lambda n: n))
+        drive(time_target(w, TimingPolicy(), 1.0, lambda n: n))
 
 
 @pytest.mark.parametrize("count, value", [(lambda k: k - 1 if k > 1 else 0, 0.001), (None, float("nan")),
@@ -203,7 +203,7 @@ def test_time_target_rejects_impossible_times():
 def test_time_target_rejects_malformed_batches(count, value):
     w = FakeWorker(lambda b, i: value, count=count, only={"time_batch"})
     with pytest.raises(WorkerFailure) as info:
-        drive(time_target(w, Policy(), 1.0, lambda n: n))
+        drive(time_target(w, TimingPolicy(), 1.0, lambda n: n))
     assert info.value.kind == "protocol"
 
 
@@ -249,4 +249,4 @@ def test_bench_module_has_no_heavy_imports():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert bench.Policy().noise > 0
+    assert bench.TimingPolicy().noise > 0

@@ -260,7 +260,7 @@ def test_a_crashing_submission_does_not_take_the_node_down(ray_cluster, tmp_path
                                                    "bob/vector_add.cu": REFUSED}))
     jobs = [cluster.Job(i, s, "A100") for i, s in enumerate(subs)]
     done = {e.submission.participant: e for e in cluster.run(jobs, ROOT / "problems", "build")
-            if isinstance(e, cluster.Done)}
+            if isinstance(e, cluster.TaskDone)}
     assert done["alice"].failed and "died of signal 9" in done["alice"].check.message
     assert not done["bob"].failed and done["bob"].check.outcome == "REJECTED"
     assert done["alice"].node == done["bob"].node == ray_cluster.nodes["a100"].node_id
@@ -329,16 +329,16 @@ def test_a_lost_node_is_retried_on_another_node_of_its_kind(ray_cluster, tmp_pat
     with Store(tmp_path / "judge.db") as store:
         for ev in cluster.run([cluster.Job(0, subs[0], "H100")], ROOT / "problems", "build"):
             events.append(ev)
-            if isinstance(ev, cluster.Started) and killed is None:
+            if isinstance(ev, cluster.TaskStarted) and killed is None:
                 killed = node_kind(ray_cluster, ev.node)
                 ray_cluster.remove_node(ray_cluster.nodes[killed], allow_graceful=False)
-            if isinstance(ev, cluster.Done):
+            if isinstance(ev, cluster.TaskDone):
                 cluster.record_check(store, ev.check, ev.submission.participant, ev.job.kind, ev.node)
         rows = store.db.execute("SELECT participant, outcome, node FROM build_checks").fetchall()
     ids = {name: n.node_id for name, n in ray_cluster.nodes.items()}
     ray_cluster.add(killed, "H100", ray_cluster.gpus[killed])  # capacity back for any later test
-    started = [e for e in events if isinstance(e, cluster.Started)]
-    done = [e for e in events if isinstance(e, cluster.Done)]
+    started = [e for e in events if isinstance(e, cluster.TaskStarted)]
+    done = [e for e in events if isinstance(e, cluster.TaskDone)]
     assert len(done) == 1 and done[0].check.outcome == "REJECTED", events
     survivor = "h100b" if killed == "h100a" else "h100a"
     assert done[0].node == ids[survivor]
@@ -353,7 +353,7 @@ def test_jobs_of_a_kind_no_node_has_fail_instead_of_waiting(ray_cluster, tmp_pat
     subs = subs_of(submissions(tmp_path / "subs", {"alice/vector_add.cu": REFUSED}))
     t0 = time.monotonic()
     events = list(cluster.run([cluster.Job(0, subs[0], "L4")], ROOT / "problems", "build"))
-    assert [type(e) for e in events] == [cluster.Done] and events[0].failed and events[0].node is None
+    assert [type(e) for e in events] == [cluster.TaskDone] and events[0].failed and events[0].node is None
     assert "no node of GPU kind L4" in events[0].check.message and time.monotonic() - t0 < 20
 
 

@@ -16,7 +16,7 @@ from judge.contract.verdict import Status
 from judge.engine import compare as comparing
 from judge.engine.compare import Compared, Comparison, ShapeComparison, interleave
 from judge.engine.score import compare_verdict, drift_flagged, interval_order, ratio_interval
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.engine.timing import Timer
 from judge.worker.client import WorkerFailure
 
@@ -125,10 +125,10 @@ def test_existing_callers_unchanged():
 
 def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
     log = Log()
-    policy = Policy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
+    policy = TimingPolicy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
     fast = Timer(FakeWorker(0.001, name="A", log=log, only={"time_batch"}), policy, 1.0)
     slow = Timer(FakeWorker(0.002, name="B", log=log, only={"time_batch"}),
-                 Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
+                 TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
                                                           budget_s=10, min_time_s=0.0), 1.0)
     for t in (fast, slow):
         t.warm_up()
@@ -146,7 +146,7 @@ def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
 
 def test_interleave_propagates_a_step_failure():
     log = Log()
-    timers = [Timer(FakeWorker(0.001, name=n, log=log, only={"time_batch"}), Policy(), 1.0) for n in "AB"]
+    timers = [Timer(FakeWorker(0.001, name=n, log=log, only={"time_batch"}), TimingPolicy(), 1.0) for n in "AB"]
 
     def boom(t):
         raise RuntimeError(t.worker.name)
@@ -164,7 +164,7 @@ def interleaved(monkeypatch, workers, rechecked, log):
 
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
     result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
-    policy = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
+    policy = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
     built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
     monkeypatch.setattr(device, "gpus", lambda: [GPU])
     list(comparing.time_pair(pair_session(p, workers, policy=policy), built, result, FakeInterleaved(log, rechecked)))
@@ -290,7 +290,7 @@ def _run(a, b, budget=0.5):
     from judge.problem import spec
 
     p = spec.load_problem(PROBLEMS_DIR / "vector_add")
-    events = list(comparing.compare(p, a, b, Options(policy=Policy(budget_s=budget))))
+    events = list(comparing.compare(p, a, b, Options(policy=TimingPolicy(budget_s=budget))))
     assert isinstance(events[-1], Compared)
     return events[-1].result
 

@@ -15,7 +15,7 @@ from judge.engine.benchmarks import TimedPhase
 from judge.engine.compare import Comparison
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import baseline_role, blame
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.engine.timing import Timer
 from judge.gpu import device, health
 from judge.gpu.cudart import CudaError
@@ -30,8 +30,8 @@ CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
              "os": (Status.RUNTIME_ERROR, "solve(): no answer"),
              "protocol": (Status.REJECTED, "result channel: solve(): no answer")}
 KINDS = sorted(CANDIDATE)
-QUICK = Policy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
-LONGER = Policy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+LONGER = TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +153,7 @@ def test_timed_shape_on_the_cpu(vector_add):
 
 
 def test_timed_outputs_from_a_cache_are_wrong(vector_add):
-    warm = Policy(min_samples=5, warmup_ms=0.02, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+    warm = TimingPolicy(min_samples=5, warmup_ms=0.02, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
     s = cpu_session(vector_add, mode="submit", policy=warm)  # 10 warm-up calls: every slot's answer cached
     s.candidate = FakeWorker(0.002, on=CpuSolver(s, cache=True))
     with pytest.raises(RunFailure) as info:

@@ -23,7 +23,7 @@ def test_every_command_is_a_method_of_the_worker():
 
 
 def test_the_batch_limit_is_the_parents_too():
-    assert stats.batch_size(1e-9, stats.Policy(batch_s=10.0)) == protocol.MAX_CALLS_PER_BATCH
+    assert stats.batch_size(1e-9, stats.TimingPolicy(batch_s=10.0)) == protocol.MAX_CALLS_PER_BATCH
     assert timing.MAX_CALLS_PER_BATCH is protocol.MAX_CALLS_PER_BATCH
 
 

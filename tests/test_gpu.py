@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from judge.contract.events import Finished
 from judge.contract.verdict import Status
 from judge.engine.run import Options, evaluate
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem import spec
 
@@ -50,8 +50,8 @@ def test_every_problem_verifies():
 
 def test_submit_vector_add_times_against_baseline():
     ref = sorted((ROOT / "reference_solutions" / "vector_add").glob("*.cu"))[-1]
-    report, events = judge("vector_add", ref, mode="submit", policy=Policy(budget_s=0.5),
-                           baseline_policy=Policy(budget_s=0.3))
+    report, events = judge("vector_add", ref, mode="submit", policy=TimingPolicy(budget_s=0.5),
+                           baseline_policy=TimingPolicy(budget_s=0.3))
     assert report.status == Status.ACCEPTED, report.message
     assert len(report.benchmarks) == 2
     for b in report.benchmarks:
@@ -71,7 +71,7 @@ def test_recheck_only_slots_that_timed_calls_reached():
     among the slots that hold a timed call's output (it once picked untouched slots, and the
     CUDA-core flash_attn answer, ~1 s per call, got WRONG_ANSWER in submit mode)."""
     ref = sorted((ROOT / "reference_solutions" / "vector_add").glob("*.cu"))[-1]
-    few = Policy(budget_s=1e-6, min_time_s=0, batch_s=1e-6, warmup_ms=1e-6, min_warmup_calls=1, rest=0)
+    few = TimingPolicy(budget_s=1e-6, min_time_s=0, batch_s=1e-6, warmup_ms=1e-6, min_warmup_calls=1, rest=0)
     for _ in range(3):  # with 8 slots and 4 calls, a blind pick of 2 slots is wrong 79% of the time
         report, _ = judge("vector_add", ref, mode="submit", policy=few, baseline_policy=few)
         assert report.status == Status.ACCEPTED, report.message

@@ -110,7 +110,7 @@ def test_overall_counts_solved_first_then_geomean():
             R(4, "carol", report("a", [(1.0, 0.001, 1.0)])),      # 1× and 1.0005× tie with bob
             R(5, "carol", report("b", [(0.9995, 0.002, 1.0)])),
             R(6, "dave", report("b", status=Status.WRONG_ANSWER))]
-    (kb,) = board_rank.build(rows)
+    (kb,) = board_rank.boards(rows)
     got = [(e.rank_text, e.participant, e.solved, e.attempted) for e in kb.overall]
     assert got == [("=1", "carol", 2, 2), ("=1", "bob", 2, 2), ("3", "alice", 1, 1)]
     assert "dave" not in [e.participant for e in kb.overall]
@@ -122,7 +122,7 @@ def test_boards_per_gpu_kind_and_latest_result_wins(tmp_path):
         st.record(report("hgemm", [(0.5, 0.01, 1.0)]), participant="alice", gpu_kind="H100")
         st.record(report("hgemm", status=Status.WRONG_ANSWER), participant="alice", gpu_kind="H100")
         st.record(report("hgemm", [(0.1, 0.01, 1.0)]))  # the local user: not on any leaderboard
-        boards = board_rank.build(leaderboard.latest(leaderboard.rows(st)).values())
+        boards = board_rank.boards(leaderboard.latest(leaderboard.rows(st)).values())
     assert [kb.gpu_kind for kb in boards] == ["A100", "H100"]
     assert [r.participant for r in boards[0].problems[0].ranking] == ["alice"]
     second = boards[1].problems[0]
@@ -151,7 +151,7 @@ def golden_boards():
             R(5, "reference", report("vector_add", [(0.02, 0.0001, 0.021)], solution="02_float4.cu")),
             R(6, "bob", report("vector_add", [(0.03, 0.0001, 0.021)], solution="01_naive.cu")),
             R(7, "dave", report("vector_add", status=Status.COMPILE_ERROR, solution="v.cu", message="nvcc: error"))]
-    return board_rank.build(rows)
+    return board_rank.boards(rows)
 
 
 def check_golden(name: str, text: str) -> None:
@@ -216,7 +216,7 @@ def test_discover_unreadable(tmp_path):
     (tmp_path / "alice" / "relu.cu").symlink_to(tmp_path / "gone.cu")  # dangling: unreadable, even for root
     (s,) = leaderboard.discover(tmp_path, KNOWN)
     assert s.error and "cannot read" in s.error and s.sha256 == ""
-    (done,) = [e for e in jobs.run([s], [0], FakeJudge(), KIND) if isinstance(e, jobs.Done)]
+    (done,) = [e for e in jobs.run([s], [0], FakeJudge(), KIND) if isinstance(e, jobs.JobDone)]
     assert done.report.status is Status.REJECTED and "cannot read" in done.report.message
 
 
@@ -277,20 +277,20 @@ def test_runner_one_job_per_gpu_in_parallel(tmp_path):
     t0 = time.monotonic()
     events = list(jobs.run(subs, [0, 1], fake, KIND))
     elapsed = time.monotonic() - t0
-    done = [e for e in events if isinstance(e, jobs.Done)]
+    done = [e for e in events if isinstance(e, jobs.JobDone)]
     assert sorted(e.submission.participant for e in done) == [f"p{i}" for i in range(6)]
     assert all(e.report.status is Status.ACCEPTED for e in done)
     assert {d for _, _, d, _ in fake.calls} == {0, 1}
     assert fake.max_active == 2 and not fake.overlap_on_one_gpu
     assert elapsed < 6 * 0.15  # two lanes: about 3 × 0.15 s, not 6 ×
-    started = [e for e in events if isinstance(e, jobs.Started)]
+    started = [e for e in events if isinstance(e, jobs.JobStarted)]
     assert len(started) == 6
 
 
 def test_runner_bad_submissions_become_rows(tmp_path):
     root = write_subs(tmp_path, {"a/vector_add.cu": "raise", "a/relu.cu": "ok 2", "b/nope.cu": "ok 1"})
     subs = leaderboard.discover(root, KNOWN)
-    done = {e.submission.label: e for e in jobs.run(subs, [0], FakeJudge(), KIND) if isinstance(e, jobs.Done)}
+    done = {e.submission.label: e for e in jobs.run(subs, [0], FakeJudge(), KIND) if isinstance(e, jobs.JobDone)}
     assert done["a/vector_add"].report.status is Status.INTERNAL_ERROR
     assert "fell over" in done["a/vector_add"].report.message
     assert done["a/relu"].report.status is Status.ACCEPTED
@@ -466,7 +466,7 @@ def test_subprocess_judge_real_process(tmp_path):
     subs = leaderboard.discover(root, KNOWN)
     assert jobs.prebuild(subs, PROBLEMS_DIR, "sm_90a") == 1  # the policy breach is left to its job
     judge = jobs.SubprocessJudge(PROBLEMS_DIR, KIND, timeout_s=300)
-    got = {e.submission.participant: e.report for e in jobs.run(subs, [0], judge, KIND) if isinstance(e, jobs.Done)}
+    got = {e.submission.participant: e.report for e in jobs.run(subs, [0], judge, KIND) if isinstance(e, jobs.JobDone)}
     assert got["a"].status is Status.COMPILE_ERROR and got["a"].build and got["a"].build.cached, got["a"].message
     assert got["b"].status is Status.REJECTED and "fstream" in got["b"].message
     assert got["a"].solution == str(subs[0].path) and got["a"].source_sha256 == subs[0].sha256

@@ -57,7 +57,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Started:
+class TaskStarted:
     job: Job
     node: str
     host: str
@@ -69,7 +69,7 @@ class Started:
 
 
 @dataclass(frozen=True)
-class Done:
+class TaskDone:
     job: Job
     report: Report | None  # mode "submit"
     check: BuildCheck | None  # mode "build"
@@ -191,7 +191,7 @@ def problem_files(problem_dir: Path) -> dict[str, bytes]:
 
 def run(jobs: Sequence[Job], problems_root: Path, mode: Literal["submit", "build"] = "submit",
         budget: float | None = None, arch: str | None = None, timeout_s: float = 1800.0,
-        runner: Runner | None = None, poll_s: float = 0.25) -> Generator[Started | Done, None, None]:
+        runner: Runner | None = None, poll_s: float = 0.25) -> Generator[TaskStarted | TaskDone, None, None]:
     """Submit every job to the connected cluster; yield events as they happen. A job whose submission
     has `error` set is answered at once (REJECTED) without a task. `runner`: how each node judges
     (locally, the default, or in a container). Abandoning the iterator cancels the tasks still
@@ -212,7 +212,7 @@ def run(jobs: Sequence[Job], problems_root: Path, mode: Literal["submit", "build
         for job in jobs:
             sub = job.submission
             if sub.error:
-                yield Done(job, *_answer(job, mode, Status.REJECTED, sub.error), None, None, None, 0.0)
+                yield TaskDone(job, *_answer(job, mode, Status.REJECTED, sub.error), None, None, None, 0.0)
                 continue
             if sub.problem not in files:
                 files[sub.problem] = ray.put(problem_files(Path(problems_root) / sub.problem))
@@ -233,15 +233,15 @@ def run(jobs: Sequence[Job], problems_root: Path, mode: Literal["submit", "build
                 ready += more
             running = {j.id for j in pending.values()}
             for job_id, node, host, device in ray.get(tracker.drain.remote()):
-                if job_id in running:  # (a fast job's Done may come first: its Started is dropped)
-                    yield Started(by_id[job_id], node, host, device)
+                if job_id in running:  # (a fast job's TaskDone may come first: its TaskStarted is dropped)
+                    yield TaskStarted(by_id[job_id], node, host, device)
             for ref in ready:
                 job = pending.pop(ref)
                 try:
                     out = ray.get(ref)
                 except RayError as e:  # retries exhausted: every node it ran on was lost, or Ray failed
                     why = f"the cluster lost this task ({MAX_RETRIES} retries): {type(e).__name__}: {_first(e)}"
-                    yield Done(job, *_answer(job, mode, Status.INTERNAL_ERROR, why), None, None, None, 0.0)
+                    yield TaskDone(job, *_answer(job, mode, Status.INTERNAL_ERROR, why), None, None, None, 0.0)
                     continue
                 yield _done(job, mode, out)
             if time.monotonic() - checked > KIND_CHECK_S:  # jobs of a kind no live node has would wait forever
@@ -257,7 +257,7 @@ def run(jobs: Sequence[Job], problems_root: Path, mode: Literal["submit", "build
                         ray.cancel(ref, force=True)
                         del pending[ref]
                         why = f"no node of GPU kind {job.kind} has been in the cluster for {LOST_KIND_S:g} s"
-                        yield Done(job, *_answer(job, mode, Status.INTERNAL_ERROR, why), None, None, None, 0.0)
+                        yield TaskDone(job, *_answer(job, mode, Status.INTERNAL_ERROR, why), None, None, None, 0.0)
     finally:
         for ref in pending:
             try:
@@ -281,7 +281,7 @@ def _answer(job: Job, mode: str, status: Status, message: str) -> tuple[Report |
     return None, failed_check(sub.problem, str(sub.path), sub.sha256, None, status, message)
 
 
-def _done(job: Job, mode: str, data: dict) -> Done:
+def _done(job: Job, mode: str, data: dict) -> TaskDone:
     out = TaskResult.model_validate(data)
     path = str(job.submission.path)
     if mode == "submit":
@@ -290,7 +290,7 @@ def _done(job: Job, mode: str, data: dict) -> Done:
     else:
         report = None
         check = BuildCheck.model_validate_json(out.result_json).model_copy(update={"solution": path})
-    return Done(job, report, check, out.node, out.host, out.device, out.seconds)
+    return TaskDone(job, report, check, out.node, out.host, out.device, out.seconds)
 
 
 # -- build checks in the store (--build-only) ---------------------------------------------------

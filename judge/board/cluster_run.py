@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judge.board import cluster
-from judge.board.cluster import Done, Job, Started
+from judge.board.cluster import Job, TaskDone, TaskStarted
 from judge.board.run import (
     BadRequest,
     FailOn,
@@ -26,7 +26,7 @@ from judge.board.run import (
     result_row,
     skipped_row,
 )
-from judge.board.submissions import Regression, Row, Submission
+from judge.board.submissions import Regression, StoredResult, Submission
 from judge.contract.verdict import Status
 from judge.runner.job import Runner
 
@@ -77,8 +77,8 @@ class Tally:
     build_only: bool
     jobs: list[Job] = field(default_factory=list)
     skipped: list[tuple[str, Submission]] = field(default_factory=list)  # (kind, file)
-    previous: dict[str, dict[tuple[str, str, str], Row]] = field(default_factory=dict)
-    results: list[Done] = field(default_factory=list)
+    previous: dict[str, dict[tuple[str, str, str], StoredResult]] = field(default_factory=dict)
+    results: list[TaskDone] = field(default_factory=list)
     regressions: list[tuple[str, Regression]] = field(default_factory=list)  # (kind, regression)
 
     @property
@@ -115,19 +115,19 @@ def plan_jobs(store: Store, subs: Sequence[Submission], session: Session, build_
 
 @dataclass(frozen=True)
 class Recorded:
-    done: Done
+    done: TaskDone
     regression: Regression | None
 
 
 def judge_on_cluster(store: Store, tally: Tally, problems_root: Path, budget: float | None, arch: str | None,
-                     timeout_s: float, runner: Runner | None = None) -> Generator[Started | Recorded, None, None]:
+                     timeout_s: float, runner: Runner | None = None) -> Generator[TaskStarted | Recorded, None, None]:
     """Run the tally's jobs, recording each result as it comes (and adding it to the tally).
     Abandoning the iterator cancels the tasks still queued or running."""
     events = cluster.run(tally.jobs, problems_root, "build" if tally.build_only else "submit", budget, arch,
                          timeout_s, runner)
     try:
         for ev in events:
-            if isinstance(ev, Started):
+            if isinstance(ev, TaskStarted):
                 yield ev
                 continue
             reg = None
@@ -143,7 +143,7 @@ def judge_on_cluster(store: Store, tally: Tally, problems_root: Path, budget: fl
         events.close()
 
 
-def status(e: Done) -> Status:
+def status(e: TaskDone) -> Status:
     """The job's verdict, or its build check's outcome as one (for the exit code and the counts)."""
     if e.report is not None:
         return e.report.status
@@ -151,13 +151,13 @@ def status(e: Done) -> Status:
     return Status.ACCEPTED if e.check.ok else Status(e.check.outcome)
 
 
-def where(e: Done) -> str:
+def where(e: TaskDone) -> str:
     if e.node is None:
         return f"{e.job.kind}, not run"
     return f"{e.job.kind}, {e.host} GPU {e.device}, {e.seconds:.1f} s"
 
 
-def row(e: Done) -> dict[str, Any]:
+def row(e: TaskDone) -> dict[str, Any]:
     """One judged (or build-checked) file of the `--json` summary."""
     place = {"gpu_kind": e.job.kind, "node": e.node, "host": e.host}
     if e.report is not None:

@@ -23,13 +23,13 @@ JudgeFn = Callable[[Submission, int], Report]
 
 
 @dataclass(frozen=True)
-class Started:
+class JobStarted:
     submission: Submission
     device: int
 
 
 @dataclass(frozen=True)
-class Done:
+class JobDone:
     submission: Submission
     device: int | None  # None: never reached a GPU (unknown problem, unreadable file)
     report: Report
@@ -37,7 +37,7 @@ class Done:
 
 
 def run(submissions: Sequence[Submission], devices: Sequence[int], judge: JudgeFn,
-        gpu_kind: str | None = None) -> Iterator[Started | Done]:
+        gpu_kind: str | None = None) -> Iterator[JobStarted | JobDone]:
     """Judge every submission on the given GPUs; yield events in the caller's thread as they happen.
     A submission with `error` set is answered at once (REJECTED) without a GPU. Abandoning the
     iterator (Ctrl-C) stops handing out jobs and cancels running ones when `judge` can cancel."""
@@ -46,11 +46,11 @@ def run(submissions: Sequence[Submission], devices: Sequence[int], judge: JudgeF
     todo: queue.Queue[Submission] = queue.Queue()
     for sub in submissions:
         if sub.error:
-            yield Done(sub, None, error_report(sub, Status.REJECTED, sub.error, gpu_kind), 0.0)
+            yield JobDone(sub, None, error_report(sub, Status.REJECTED, sub.error, gpu_kind), 0.0)
         else:
             todo.put(sub)
     n = todo.qsize()
-    events: queue.Queue[Started | Done] = queue.Queue()
+    events: queue.Queue[JobStarted | JobDone] = queue.Queue()
     stop = threading.Event()
 
     def worker(dev: int) -> None:
@@ -59,14 +59,14 @@ def run(submissions: Sequence[Submission], devices: Sequence[int], judge: JudgeF
                 sub = todo.get_nowait()
             except queue.Empty:
                 return
-            events.put(Started(sub, dev))
+            events.put(JobStarted(sub, dev))
             t0 = time.monotonic()
             try:
                 report = judge(sub, dev)
             except Exception as e:  # noqa: BLE001 — a judging function's failure is one row
                 report = error_report(sub, Status.INTERNAL_ERROR,
                                       f"the judging function failed: {type(e).__name__}: {e}", gpu_kind)
-            events.put(Done(sub, dev, report, time.monotonic() - t0))
+            events.put(JobDone(sub, dev, report, time.monotonic() - t0))
 
     threads = [threading.Thread(target=worker, args=(d,), daemon=True, name=f"gpu{d}") for d in devices]
     for t in threads:
@@ -75,7 +75,7 @@ def run(submissions: Sequence[Submission], devices: Sequence[int], judge: JudgeF
     try:
         while finished < n:
             ev = events.get()
-            finished += isinstance(ev, Done)
+            finished += isinstance(ev, JobDone)
             yield ev
     finally:
         stop.set()

@@ -83,7 +83,7 @@ def rank_text(rank: int, tied: bool) -> str:
 
 
 class RowLike(Protocol):
-    """A stored result (judge.board.submissions.Row): read-only."""
+    """A stored result (judge.board.submissions.StoredResult): read-only."""
     @property
     def id(self) -> int: ...
     @property
@@ -187,7 +187,7 @@ def overall(problems: Iterable[ProblemBoard]) -> list[OverallEntry]:
     return out
 
 
-def build(latest: Iterable[RowLike]) -> list[KindBoard]:
+def boards(latest: Iterable[RowLike]) -> list[KindBoard]:
     """Boards per GPU kind (sorted by name), each with its problems (sorted by name) and overall."""
     by_kind: dict[str, dict[str, list[RowLike]]] = {}
     for r in latest:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from judge.board import jobs
 from judge.board import submissions as leaderboard
 from judge.board.rank import score
-from judge.board.submissions import Regression, Row, Submission
+from judge.board.submissions import Regression, StoredResult, Submission
 from judge.contract.report import Report
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
 
@@ -106,7 +106,7 @@ def choose_devices(found: Sequence[GpuInfo], gpus: int | None = None, devices: s
 class Plan(NamedTuple):
     todo: list[Submission]  # to judge
     skipped: list[Submission]  # already judged on this GPU kind (unchanged files)
-    previous: dict[tuple[str, str, str], Row]  # the latest timed result per (kind, problem, participant)
+    previous: dict[tuple[str, str, str], StoredResult]  # the latest timed result per (kind, problem, participant)
 
 
 def plan(store: Store, subs: Sequence[Submission], kind: str) -> Plan:
@@ -121,14 +121,15 @@ def plan(store: Store, subs: Sequence[Submission], kind: str) -> Plan:
 # -- judging and recording ------------------------------------------------------------------------
 
 class Finished(Protocol):
-    """A finished job of either runner (jobs.Done locally, cluster.Done on a cluster)."""
+    """A finished job of either runner (jobs.JobDone locally, cluster.TaskDone on a cluster)."""
     @property
     def submission(self) -> Submission: ...
     @property
     def report(self) -> Report | None: ...
 
 
-def record(store: Store, done: Finished, kind: str, previous: dict[tuple[str, str, str], Row]) -> Regression | None:
+def record(store: Store, done: Finished, kind: str,
+           previous: dict[tuple[str, str, str], StoredResult]) -> Regression | None:
     """Record a finished job's report under its GPU kind; its regression, if it is one."""
     s, report = done.submission, done.report
     assert report is not None  # a build check is recorded by cluster_run.record
@@ -140,17 +141,17 @@ def record(store: Store, done: Finished, kind: str, previous: dict[tuple[str, st
 @dataclass(frozen=True)
 class Judged:
     """A finished, recorded job of a local run, and its regression if it is one."""
-    done: jobs.Done
+    done: jobs.JobDone
     regression: Regression | None
 
 
 def judge_locally(store: Store, todo: Sequence[Submission], devices: Sequence[int], kind: str,
-                  judge: jobs.JudgeFn | None, previous: dict[tuple[str, str, str], Row]
-                  ) -> Iterator[jobs.Started | Judged]:
+                  judge: jobs.JudgeFn | None, previous: dict[tuple[str, str, str], StoredResult]
+                  ) -> Iterator[jobs.JobStarted | Judged]:
     """Judge `todo` on the local `devices`, one job per GPU, recording each result as it comes.
     `judge` may be None when no file of `todo` can reach a GPU (each has an error)."""
     for ev in jobs.run(todo, devices, judge or _never, kind):
-        if isinstance(ev, jobs.Started):
+        if isinstance(ev, jobs.JobStarted):
             yield ev
         else:
             yield Judged(ev, record(store, ev, kind, previous))
@@ -178,7 +179,7 @@ class Tally:
     kind: str
     devices: list[int]
     skipped: list[Submission]
-    results: list[jobs.Done] = field(default_factory=list)
+    results: list[jobs.JobDone] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
 
     def add(self, judged: Judged) -> None:
@@ -199,7 +200,7 @@ class Tally:
 # -- rows of the machine-readable summaries (local and cluster runs) ------------------------------
 
 class Result(Protocol):
-    """A finished job with a report (jobs.Done, or a cluster.Done of mode submit)."""
+    """A finished job with a report (jobs.JobDone, or a cluster.TaskDone of mode submit)."""
     @property
     def submission(self) -> Submission: ...
     @property

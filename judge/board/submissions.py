@@ -119,7 +119,7 @@ def error_report(sub: Submission, status: Status, message: str, gpu_kind: str | 
 # -- the store ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Row:
+class StoredResult:
     """One leaderboard result from the store."""
     id: int
     participant: str
@@ -127,7 +127,7 @@ class Row:
     report: Report
 
 
-def rows(store, problem: str | None = None, gpu_kind: str | None = None) -> list[Row]:
+def rows(store, problem: str | None = None, gpu_kind: str | None = None) -> list[StoredResult]:
     """Every leaderboard result (participant set, mode submit), oldest first."""
     sql = ("SELECT id, participant, COALESCE(gpu_kind, gpu, '?'), report_json FROM results "
            "WHERE participant IS NOT NULL AND mode = 'submit'")
@@ -136,13 +136,14 @@ def rows(store, problem: str | None = None, gpu_kind: str | None = None) -> list
         sql, args = sql + " AND problem = ?", args + [problem]
     if gpu_kind is not None:
         sql, args = sql + " AND COALESCE(gpu_kind, gpu, '?') = ?", args + [gpu_kind]
-    return [Row(i, p, k, Report.model_validate_json(j)) for i, p, k, j in store.db.execute(sql + " ORDER BY id", args)]
+    return [StoredResult(i, p, k, Report.model_validate_json(j))
+            for i, p, k, j in store.db.execute(sql + " ORDER BY id", args)]
 
 
-def latest(all_rows: Iterable[Row], timed_only: bool = False) -> dict[tuple[str, str, str], Row]:
+def latest(all_rows: Iterable[StoredResult], timed_only: bool = False) -> dict[tuple[str, str, str], StoredResult]:
     """The newest row per (gpu_kind, problem, participant); with `timed_only`, the newest ACCEPTED
     row with a speedup interval (what a regression is measured against)."""
-    out: dict[tuple[str, str, str], Row] = {}
+    out: dict[tuple[str, str, str], StoredResult] = {}
     for r in all_rows:
         if timed_only and score(r.report) is None:
             continue
@@ -152,7 +153,7 @@ def latest(all_rows: Iterable[Row], timed_only: bool = False) -> dict[tuple[str,
     return out
 
 
-def judged(all_rows: Iterable[Row], gpu_kind: str) -> set[tuple[str, str, str]]:
+def judged(all_rows: Iterable[StoredResult], gpu_kind: str) -> set[tuple[str, str, str]]:
     """(participant, problem, sha256) already judged on this GPU kind. INTERNAL_ERROR rows (the
     judge's fault) do not count: those files are judged again."""
     return {(r.participant, r.report.problem, r.report.source_sha256) for r in all_rows

@@ -48,7 +48,7 @@ class Toolchain(Protocol):
 
     def prepare_many(self, jobs: Sequence[tuple[Problem, Path]], arch: str, *, sass: bool = False,
                      on_progress: Progress | None = None) -> list[Prepared]:
-        """Policy, build and policy on the result for every (problem, source), in order."""
+        """TimingPolicy, build and policy on the result for every (problem, source), in order."""
         ...
 
 

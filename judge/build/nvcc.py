@@ -31,10 +31,6 @@ TIMEOUT_STATUS = 124
 OUTPUTS_VERSION = "host.ii-1"  # what a build folder holds besides lib.so: part of the cache key
 
 
-def cache_root() -> Path:
-    return paths.cache_root()
-
-
 def gencode(arch: str) -> list[str]:
     """`sm_90a` → `-gencode arch=compute_90a,code=sm_90a` (the form that assembles wgmma)."""
     m = re.fullmatch(r"sm_(\d+[a-z]?)", arch)
@@ -113,7 +109,7 @@ def build_many(requests: Iterable[BuildRequest], jobs: int | None = None,
     version = toolkit.nvcc_version()
     if not nvcc or not version:
         raise FileNotFoundError("nvcc not found: install the CUDA toolkit or set CUDA_HOME")
-    root = cache_root() / "build"
+    root = paths.cache_root() / "build"
     root.mkdir(parents=True, exist_ok=True)
     plans = []
     for req in requests:

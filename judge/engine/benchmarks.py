@@ -25,7 +25,7 @@ from judge.engine.outcome import RunFailure
 from judge.engine.roles import Worker, blame, impossible_time
 from judge.engine.score import drift, drift_flagged, geomean
 from judge.engine.session import Session
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.engine.timing import ImpossibleTime, time_target
 from judge.gpu import device
 from judge.problem.spec import Workload, workload_id
@@ -120,7 +120,7 @@ class TimedPhase:
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
                             zero=lambda: guards.zero(s, counts))
 
-    def time(self, s: Session, worker: Worker, wid: str, target: str, policy: Policy,
+    def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,
              **hooks) -> Generator[Event, None, Stats]:
         """One target's timing loop (judge/engine/timing.py); its failures blamed by role."""
         yield Timing(wid, target, 0)

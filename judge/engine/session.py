@@ -20,7 +20,7 @@ from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import CANDIDATE, Worker, blame
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem.spec import Impl, Problem
 from judge.worker.client import WorkerFailure, WorkerProcess
@@ -58,8 +58,8 @@ class Options:
     mode: str = "submit"  # "submit": tests + timing; "test": tests only
     device: int = 0
     arch: str | None = None  # default: the local GPU's (sm_90a when there is none)
-    policy: Policy = field(default_factory=Policy)
-    baseline_policy: Policy = field(default_factory=lambda: Policy().for_baseline())
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
+    baseline_policy: TimingPolicy = field(default_factory=lambda: TimingPolicy().for_baseline())
     prepared: Prepared | None = None  # from toolchain.prepare_many (verify, compare, leaderboards)
     secret: int | None = None  # default: fresh per run
     warm: Warm | None = None  # a warm session's worker and cached references (judge watch)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # stays light to import (no pydantic)
 
 
 @dataclass(frozen=True)
-class Policy:
+class TimingPolicy:
     noise: float = 0.005  # stop when the 95% CI half-width of the median is within this fraction
     min_samples: int = 20
     max_samples: int = 5000
@@ -32,7 +32,7 @@ class Policy:
     batch_s: float = 0.05  # GPU time per batch between stopping checks
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
 
-    def for_baseline(self) -> Policy:
+    def for_baseline(self) -> TimingPolicy:
         """Each baseline run (before and after the candidate) gets half the candidate's time."""
         return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2)
 
@@ -61,7 +61,7 @@ def summarize(samples: list[float], warmup_calls: int, stop_reason: str) -> Stat
                  samples=len(samples), warmup_calls=warmup_calls, stop_reason=stop_reason)
 
 
-def stop_reason(samples: list[float], spent_s: float, policy: Policy) -> str | None:
+def stop_reason(samples: list[float], spent_s: float, policy: TimingPolicy) -> str | None:
     """Why to stop now, or None to go on."""
     n = len(samples)
     if n >= policy.max_samples:
@@ -76,11 +76,11 @@ def stop_reason(samples: list[float], spent_s: float, policy: Policy) -> str | N
     return None
 
 
-def batch_size(per_call_ms: float, policy: Policy) -> int:
+def batch_size(per_call_ms: float, policy: TimingPolicy) -> int:
     """Calls per batch so that one batch takes about `policy.batch_s` of GPU time."""
     return max(1, min(MAX_CALLS_PER_BATCH, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
 
 
-def warmup_count(first_ms: float, policy: Policy) -> int:
+def warmup_count(first_ms: float, policy: TimingPolicy) -> int:
     """How many more warm-up calls after a first one that took `first_ms`."""
     return max(policy.min_warmup_calls - 1, math.ceil(policy.warmup_ms / max(first_ms, 1e-3)) - 1)

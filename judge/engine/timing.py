@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from judge.contract.report import Stats
 from judge.engine.roles import Worker
-from judge.engine.stats import Policy, batch_size, stop_reason, summarize, warmup_count
+from judge.engine.stats import TimingPolicy, batch_size, stop_reason, summarize, warmup_count
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
@@ -29,7 +29,7 @@ class Timer:
     """One target's timing loop, a batch at a time, so that the parent can interleave targets
     (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
-    def __init__(self, worker: Worker, policy: Policy, timeout_s: float,
+    def __init__(self, worker: Worker, policy: TimingPolicy, timeout_s: float,
                  before_batch: Callable[[int], object] | None = None,
                  after_batch: Callable[[int], object] | None = None, max_k: int | None = None):
         """`before_batch(k)` and `after_batch(k)` run in the parent around every batch (warm-up
@@ -87,7 +87,7 @@ class Timer:
         return summarize(self.samples, len(self.warm), self.reason)
 
 
-def time_target(worker: Worker, policy: Policy, timeout_s: float,
+def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,
                 progress: Callable[[int], T], before_batch: Callable[[int], object] | None = None,
                 after_batch: Callable[[int], object] | None = None,
                 after_warmup: Callable[[], object] | None = None,

@@ -11,8 +11,8 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
-from judge.build.nvcc import cache_root
 from judge.contract.report import Telemetry
+from judge.paths import cache_root
 
 
 @dataclass

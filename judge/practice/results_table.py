@@ -32,7 +32,7 @@ class Shape(BaseModel):
     speedup: float | None  # baseline time / solution time
 
 
-class Row(BaseModel):
+class SolutionRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     problem: str
@@ -58,7 +58,7 @@ def largest_benchmark(problem: Problem) -> str:
     return workload_id(max(problem.spec.benchmarks, key=size))
 
 
-def row(problem: Problem, report: Report) -> Row | None:
+def row(problem: Problem, report: Report) -> SolutionRow | None:
     """The row of one timed, ACCEPTED reference solution (None when nothing was timed)."""
     wid = largest_benchmark(problem) if problem.spec.benchmarks else None
     b: BenchResult | None = next((x for x in report.benchmarks if x.workload == wid), None)
@@ -69,7 +69,7 @@ def row(problem: Problem, report: Report) -> Row | None:
     compute_ms = b.flops / (env.peak_tflops * 1e9) if env.peak_tflops else 0.0
     memory_bound = memory_ms >= compute_ms
     shapes = [_shape(x, memory_bound, env.peak_copy_gbps) for x in report.benchmarks]
-    return Row(problem=problem.name, level=problem.spec.level, solution=Path(report.solution).name,
+    return SolutionRow(problem=problem.name, level=problem.spec.level, solution=Path(report.solution).name,
                workload=b.workload, unit="GB/s" if memory_bound else "TFLOPS",
                value=round(b.gbps if memory_bound else b.tflops, 1), pct_of_roofline=round(b.roofline_pct, 1),
                baseline=report.baseline_name,
@@ -87,13 +87,13 @@ def _shape(b: BenchResult, memory_bound: bool, peak_copy_gbps: float | None) -> 
                  speedup=round(b.speedup, 3) if b.speedup is not None else None)
 
 
-def load(path: Path) -> list[Row]:
+def load(path: Path) -> list[SolutionRow]:
     if not path.exists():
         return []
-    return [Row.model_validate(r) for r in json.loads(path.read_text())]
+    return [SolutionRow.model_validate(r) for r in json.loads(path.read_text())]
 
 
-def merge(old: list[Row], new: list[Row]) -> list[Row]:
+def merge(old: list[SolutionRow], new: list[SolutionRow]) -> list[SolutionRow]:
     """New rows replace old ones of the same problem and solution; rows of solutions that no
     longer exist are the caller's to drop (`keep`)."""
     by_key = {(r.problem, r.solution): r for r in old}
@@ -101,11 +101,11 @@ def merge(old: list[Row], new: list[Row]) -> list[Row]:
     return sorted(by_key.values(), key=lambda r: (LEVELS.index(r.level), r.problem, r.solution))
 
 
-def save(path: Path, rows: list[Row]) -> None:
+def save(path: Path, rows: list[SolutionRow]) -> None:
     path.write_text(json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
 
 
-def markdown(rows: list[Row], command: str) -> str:
+def markdown(rows: list[SolutionRow], command: str) -> str:
     gpus = sorted({r.gpu or "?" for r in rows})
     dates = sorted({r.date for r in rows})
     torches = sorted({r.torch or "?" for r in rows})
@@ -125,9 +125,9 @@ def markdown(rows: list[Row], command: str) -> str:
     return head + "\n".join(lines) + "\n" + memory_bound_shapes(rows)
 
 
-def memory_bound_shapes(rows: list[Row]) -> str:
+def memory_bound_shapes(rows: list[SolutionRow]) -> str:
     """Every benchmark shape of each memory-bound problem's fastest model answer (its last file)."""
-    best: dict[str, Row] = {}
+    best: dict[str, SolutionRow] = {}
     for r in rows:
         if r.unit == "GB/s" and r.shapes and (r.problem not in best or r.solution > best[r.problem].solution):
             best[r.problem] = r

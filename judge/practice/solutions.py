@@ -20,7 +20,7 @@ class Solution:
     title: str  # the header's first paragraph
     technique: str  # its second paragraph (the technique, often with what it buys)
     buys: str | None  # the "What it buys:" text, when the header has one
-    numbers: table.Row | None  # the measured row, when there is one
+    numbers: table.SolutionRow | None  # the measured row, when there is one
 
     @property
     def name(self) -> str:
@@ -55,7 +55,7 @@ def buys(lines: list[str]) -> str | None:
     return " ".join(out).removeprefix("What it buys:").strip() or None if out else None
 
 
-def one(index: int, path: Path, rows: dict[tuple[str, str], table.Row]) -> Solution:
+def one(index: int, path: Path, rows: dict[tuple[str, str], table.SolutionRow]) -> Solution:
     paragraphs = header(path.read_text(errors="replace"), toolchain.for_source(path).comment)
     title = " ".join(paragraphs[0].split()) if paragraphs else path.stem
     lines = "\n".join(paragraphs[1:]).splitlines()

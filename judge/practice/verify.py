@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from judge import paths
 from judge.build import toolchain
 from judge.contract.verdict import Status
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.problem.spec import Problem
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class Checked:
 
 def verify(problems: list[Problem], device_index: int = 0, arch: str | None = None,
            on_build: Callable[[int, int, str], None] | None = None,
-           time_references: Policy | None = None,
+           time_references: TimingPolicy | None = None,
            on_start: Callable[[Control, int, int], None] | None = None) -> Iterator[Checked]:
     """Build every control through one ninja run, then judge each: correctness only, or with
     `time_references` the reference solutions are also timed against the baseline (submit)."""

@@ -23,7 +23,7 @@ from judge.contract.events import CaseDone, Event, Finished
 from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.engine import run as pipeline
-from judge.engine.stats import Policy
+from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem.spec import Problem
 from judge.worker.client import WorkerProcess
@@ -222,6 +222,6 @@ class WatchSession:
             self.spare = None
 
 
-def practice_policy(budget_s: float) -> Policy:
+def practice_policy(budget_s: float) -> TimingPolicy:
     """The short timing of a watch run: `budget_s` of GPU time per shape at most."""
-    return Policy(budget_s=budget_s, min_time_s=min(Policy().min_time_s, budget_s))
+    return TimingPolicy(budget_s=budget_s, min_time_s=min(TimingPolicy().min_time_s, budget_s))

@@ -56,7 +56,7 @@ def local_arch(device: int | None) -> str:
     return arch_for(gpu.major, gpu.minor) if gpu else DEFAULT_ARCH
 
 
-def check_build(problem_dir: Path, source: Path, arch: str) -> BuildCheck:
+def check_file(problem_dir: Path, source: Path, arch: str) -> BuildCheck:
     """Static source policy → build → static build policy: everything the judge does before a GPU."""
     from judge.build import toolchain
     from judge.problem import spec

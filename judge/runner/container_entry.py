@@ -130,18 +130,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         from judge.engine.run import Options, evaluate
-        from judge.engine.stats import Policy
+        from judge.engine.stats import TimingPolicy
         from judge.problem.spec import load_problem
 
         if args.peaks:  # into this container's own cache, where judge.gpu.device looks
-            from judge.build.nvcc import cache_root
+            from judge.paths import cache_root
 
             (cache_root() / "devices").mkdir(parents=True, exist_ok=True)
             for f in Path(args.peaks).glob("*.json"):
                 (cache_root() / "devices" / f.name).write_bytes(f.read_bytes())
         problem = load_problem(Path(args.problem))
-        opts = Options(mode=args.mode, device=args.device, arch=args.arch, policy=Policy(budget_s=args.budget),
-                       baseline_policy=Policy(budget_s=args.budget).for_baseline())
+        opts = Options(mode=args.mode, device=args.device, arch=args.arch, policy=TimingPolicy(budget_s=args.budget),
+                       baseline_policy=TimingPolicy(budget_s=args.budget).for_baseline())
         for event in evaluate(problem, Path(args.solution), opts):
             channel.write(encode(nonce, event) + "\n")
     except Exception as e:  # noqa: BLE001 — the judge's own failure, told to the trusted side

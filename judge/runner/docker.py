@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from judge import paths
-from judge.build.nvcc import cache_root
 from judge.contract.events import Event, Finished
 from judge.contract.report import Report
 from judge.contract.verdict import Status
@@ -208,7 +207,7 @@ def stage_job(problem: Problem, source: Path) -> tuple[tempfile.TemporaryDirecto
     shutil.copytree(problem.root, job / problem.name, ignore=shutil.ignore_patterns("__pycache__"))
     name = source.name if source.name not in (problem.name, "devices") else "solution.cu"
     shutil.copyfile(source, job / name)
-    peaks = cache_root() / "devices"  # this machine's measured GPU peaks: not re-measured in every container
+    peaks = paths.cache_root() / "devices"  # this machine's measured GPU peaks: not re-measured in every container
     if peaks.is_dir():
         shutil.copytree(peaks, job / "devices", ignore=lambda d, names: [n for n in names if not n.endswith(".json")])
     for root, _dirs, files in os.walk(job):

@@ -293,9 +293,9 @@ def _die_with_parent() -> None:
 def execute(spec: JobSpec) -> Report | BuildCheck:
     """Judge `spec` in this process (the child's work). Refused for a job that cannot be judged."""
     if spec.mode == "build":
-        from judge.runner.build_check import check_build, local_arch
+        from judge.runner.build_check import check_file, local_arch
 
-        return check_build(spec.problem, spec.solution, spec.arch or local_arch(spec.device))
+        return check_file(spec.problem, spec.solution, spec.arch or local_arch(spec.device))
     from judge.contract.events import Finished
     from judge.gpu.device import NotVisible
     from judge.problem import spec as problem_spec
@@ -321,10 +321,10 @@ def execute(spec: JobSpec) -> Report | BuildCheck:
                                     docker_options(spec.runner))
     else:
         from judge.engine.run import Options, evaluate
-        from judge.engine.stats import Policy
+        from judge.engine.stats import TimingPolicy
 
-        opts = Options(mode=spec.mode, device=device, arch=spec.arch, policy=Policy(budget_s=budget),
-                       baseline_policy=Policy(budget_s=budget).for_baseline())
+        opts = Options(mode=spec.mode, device=device, arch=spec.arch, policy=TimingPolicy(budget_s=budget),
+                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
         events = evaluate(problem, spec.solution, opts)
     try:
         for event in events:
