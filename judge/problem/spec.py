@@ -68,7 +68,7 @@ Workload = dict[str, Number]
 
 class ClassicWrong(_Strict):
     """A classic wrong answer this problem's tolerance accepts on some test workloads, and why
-    (tests/test_classic_wrong.py: `always` ones must pass there, `chance` ones are not asserted)."""
+    (tests/problem/test_classic_wrong.py: `always` ones must pass there, `chance` ones are not asserted)."""
 
     answer: str = Field(pattern=r"^(zeros|copy:[A-Za-z_][A-Za-z0-9_]*)$")  # all zeros, a flat input copy
     when: str  # a condition over the scalars: "n == 1", "rows == 1 or cols == 1"

@@ -21,7 +21,7 @@ never the run. Parent and child speak a typed protocol, never argv or stdout:
 
 Test hook (inert unless set): JUDGE_CLUSTER_TEST_FAULT="die:NAME.cu,sleep=S:NAME.cu" makes the
 child kill itself (SIGKILL), or sleep S seconds first, for a solution of that file name.
-tests/test_cluster.py uses it to crash a judging process and to keep a job running while it kills
+tests/board/test_cluster.py uses it to crash a judging process and to keep a job running while it kills
 the node under it.
 """
 from __future__ import annotations

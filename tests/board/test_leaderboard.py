@@ -25,7 +25,7 @@ from judge.gpu.device import GpuInfo
 from judge.runner import job
 from judge.store import Store
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 KIND = "Fake GPU 80GB"
 
 
@@ -221,7 +221,7 @@ def test_discover_unreadable(tmp_path):
 
 
 def test_references_take_the_last_model_answer():
-    root = Path(__file__).resolve().parents[1] / "reference_solutions"
+    root = Path(__file__).resolve().parents[2] / "reference_solutions"
     subs = leaderboard.references(root, ["hgemm", "vector_add", "nope"], ["hgemm", "vector_add"])
     assert [(s.participant, s.problem, s.path.name) for s in subs] == \
         [("reference", "hgemm", sorted((root / "hgemm").glob("*.cu"))[-1].name),
@@ -462,7 +462,7 @@ def test_subprocess_judge_real_process(tmp_path):
     compile is a COMPILE_ERROR row, a policy breach a REJECTED row (neither needs a GPU)."""
     root = write_subs(tmp_path, {
         "a/vector_add.cu": (PROBLEMS_DIR / "vector_add" / "wrong" / "double_types.cu").read_text(),
-        "b/vector_add.cu": (Path(__file__).parent / "exploits" / "include_fstream.cu").read_text()})
+        "b/vector_add.cu": (Path(__file__).parents[1] / "exploits" / "include_fstream.cu").read_text()})
     subs = leaderboard.discover(root, KNOWN)
     assert jobs.prebuild(subs, PROBLEMS_DIR, "sm_90a") == 1  # the policy breach is left to its job
     judge = jobs.SubprocessJudge(PROBLEMS_DIR, KIND, timeout_s=300)
@@ -475,7 +475,7 @@ def test_subprocess_judge_real_process(tmp_path):
 def test_workflow_example_matches_the_doc():
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     example = (root / "examples" / "leaderboard.yml").read_text()
     flow = yaml.safe_load(example)
     steps = flow["jobs"]["leaderboard"]["steps"]

@@ -12,7 +12,7 @@ from judge.build import sass
 from judge.build.cuda import CUDA
 from judge.problem import spec
 
-FIXTURE = Path(__file__).parent / "fixtures" / "cuobjdump_sass.txt"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "cuobjdump_sass.txt"
 needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,
                                      reason="needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
                                             "nvidia-cuda-nvdisasm, or the CUDA toolkit)")

@@ -10,7 +10,7 @@ from typing import Literal
 import pydantic
 import pytest
 import torch
-from test_spec import VALID, write_problem
+from toy_problem import VALID, write_problem
 
 import judge.problem.checks
 from judge.problem.checks import CHECKS, MAX_MISMATCHES, Check, Custom, registry, run_check

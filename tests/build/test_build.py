@@ -401,7 +401,8 @@ def test_two_processes_building_the_same_bytes_at_once(tmp_path):
     src.write_text(textwrap.dedent(SOURCES["ok.cu"]) + f"\n// {time.time_ns()}\n")  # never built before
     code = textwrap.dedent(f"""
         import json, sys
-        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r},
+                        {str(Path(__file__).parents[2])!r}]
         from test_build import request
         from judge.build.nvcc import build
         r = build(request(__import__("pathlib").Path({str(src)!r})))

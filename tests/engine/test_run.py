@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
-from test_spec import VALID, write_problem
+from toy_problem import VALID, write_problem
 
 from judge.build import nvcc as build
 from judge.build import policy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEMS_DIR, nvcc_test
-from test_spec import VALID, write_problem
+from toy_problem import VALID, write_problem
 from typer.testing import CliRunner
 
 import cli.verify_cmd  # noqa: F401  (registers `judge verify`)

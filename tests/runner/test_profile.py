@@ -16,7 +16,7 @@ from cli.app import app
 from judge.problem import spec
 from judge.runner import profile as prof
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ncu_raw.csv"  # hand-written in ncu's format
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "ncu_raw.csv"  # hand-written in ncu's format
 runner = CliRunner()
 
 

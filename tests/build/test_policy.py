@@ -68,7 +68,7 @@ def test_a_problem_can_allow_a_library():
 
 
 def test_spec_allow_names_known_libraries(tmp_path):
-    from test_spec import VALID, write_problem
+    from toy_problem import VALID, write_problem
 
     d = write_problem(tmp_path, {**VALID, "allow": ["openblas"]})
     with pytest.raises(spec.ProblemError) as e:
