@@ -19,6 +19,7 @@ ENV_CACHE = "JUDGE_CACHE"  # the build cache's folder
 ENV_CUDART = "JUDGE_CUDART"  # the libcudart.so the worker loads (default: the toolkit's)
 ENV_DOCKER_IMAGE = "JUDGE_DOCKER_IMAGE"  # the docker runner's image
 ENV_WORKER_MEMORY_GB = "JUDGE_WORKER_MEMORY_GB"  # the candidate worker's host-memory limit
+ENV_BUILD_MEMORY_GB = "JUDGE_BUILD_MEMORY_GB"  # each compiler process's address-space limit
 ENV_CLUSTER_TEST_FAULT = "JUDGE_CLUSTER_TEST_FAULT"  # a test hook of the job child (inert unless set)
 ENV_JOB_FD = "JUDGE_JOB_FD"  # a job child's result fd (judge/runner/job.py), set by its parent
 

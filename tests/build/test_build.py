@@ -1,6 +1,7 @@
 """nvcc → shared library: the content-addressed cache, COMPILE_ERROR evidence, ptxas resources."""
 from __future__ import annotations
 
+import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -412,3 +413,53 @@ def test_two_processes_building_the_same_bytes_at_once(tmp_path):
     outs = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in procs]
     assert all(o["ok"] and len(o["kernels"]) == 1 and o["kernels"][0].startswith("add(") for o in outs), outs
     assert sorted(o["cached"] for o in outs) == [False, True]  # one built, the other waited for it
+
+
+# -- the compiler's own limits: a hostile source cannot exhaust the judge's machine -----------------
+
+HUGE_ARRAY = """
+#include <cuda_runtime.h>
+__device__ char big[1u << 30] = {1};  // initialised: the compiler materialises 1 GiB (and needs ~15 GB)
+__global__ void k(const float* a, float* c) { c[threadIdx.x] = a[threadIdx.x] + big[threadIdx.x * 4096]; }
+extern "C" void solve(const float* A, const float* B, float* C, int n) { k<<<1, 32>>>(A, C); }
+"""
+
+
+@nvcc_test
+def test_a_source_that_needs_huge_compiler_memory_fails_within_the_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "huge.cu"
+    f.write_text(HUGE_ARRAY)
+    t0 = time.perf_counter()
+    r = build.build(request(f))
+    assert not r.ok and not r.timed_out
+    assert "memory limit (4 GiB per compiler process" in r.error, r.error
+    assert time.perf_counter() - t0 < 120  # not the 180 s timeout: the limit stops it
+
+
+@nvcc_test
+def test_a_build_that_writes_a_huge_file_is_stopped(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "FILE_LIMIT_BYTES", 64 << 10)  # any real library is larger than 64 KiB
+    f = tmp_path / "ok.cu"
+    f.write_text(textwrap.dedent(SOURCES["ok.cu"]) + "\n// file limit\n")
+    r = build.build(request(f))
+    assert not r.ok and "wrote a file over 64 KiB" in r.error, r.error
+
+
+def test_limits_are_in_the_build_command_and_the_cache_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("JUDGE_BUILD_MEMORY_GB", raising=False)
+    assert build._limits_text() == (f"ulimit -v {4 << 20} && ulimit -f {1 << 20} && "
+                                    f"ulimit -t {build.COMPILE_TIMEOUT_S + 10}")
+    out = subprocess.run(["sh", "-c", build._limits_text() + " && ulimit -v && ulimit -f && ulimit -t"],
+                         capture_output=True, text=True)  # the shell ninja uses takes them as meant
+    assert out.returncode == 0 and out.stdout.split() == [str(4 << 20), str(1 << 20), str(build.COMPILE_TIMEOUT_S + 10)]
+    f = tmp_path / "x.cu"
+    f.write_text("// x\n")
+    before = build._key(request(f), b"x", "13.0")
+    monkeypatch.setenv("JUDGE_BUILD_MEMORY_GB", "8")
+    assert build.memory_limit_bytes() == 8 << 30 and build._key(request(f), b"x", "13.0") != before
+    for bad in ("0", "-1", "lots"):
+        monkeypatch.setenv("JUDGE_BUILD_MEMORY_GB", bad)
+        with pytest.raises(ValueError, match="JUDGE_BUILD_MEMORY_GB"):
+            build.memory_limit_bytes()
