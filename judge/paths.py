@@ -22,6 +22,7 @@ ENV_WORKER_MEMORY_GB = "JUDGE_WORKER_MEMORY_GB"  # the candidate worker's host-m
 ENV_BUILD_MEMORY_GB = "JUDGE_BUILD_MEMORY_GB"  # each compiler process's address-space limit
 ENV_CLUSTER_TEST_FAULT = "JUDGE_CLUSTER_TEST_FAULT"  # a test hook of the job child (inert unless set)
 ENV_JOB_FD = "JUDGE_JOB_FD"  # a job child's result fd (judge/runner/job.py), set by its parent
+ENV_WORKER_FD = "JUDGE_WORKER_FD"  # a worker's result fd (judge/worker/protocol.py), set by its parent
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"
 DEFAULT_DB = Path(".judge") / "judge.db"

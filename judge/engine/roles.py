@@ -2,8 +2,10 @@
 
 Every worker carries a `role` ("candidate", or "baseline NAME") and a `label` ("" in a submit run,
 "A" / "B" in `judge compare`). A candidate's failure is the submission's verdict: a deadline
-missed is TIMEOUT, a broken result channel REJECTED, anything else RUNTIME_ERROR. A baseline's is
-the judge's own (INTERNAL_ERROR). A labelled worker's failure names its side.
+missed is TIMEOUT, a reply without the run's nonce (tampering with the result channel) REJECTED,
+anything else RUNTIME_ERROR: a crash, a CUDA or Python error, and a malformed reply (the output of
+the candidate's own process: over the caps, not JSON, nested too deep, of the wrong shape). A
+baseline's is the judge's own (INTERNAL_ERROR). A labelled worker's failure names its side.
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def _worker_failure(worker: Worker, f: WorkerFailure) -> RunFailure:
         return RunFailure(Status.TIMEOUT, detail)
     if f.kind == "protocol":
         return RunFailure(Status.REJECTED, f"result channel: {detail}")
-    return RunFailure(Status.RUNTIME_ERROR, detail)
+    return RunFailure(Status.RUNTIME_ERROR, detail)  # crash, cuda, python, os, malformed
 
 
 def impossible_time(worker: Worker, where: str, why: object) -> RunFailure:

@@ -1,14 +1,16 @@
 """Start and talk to a worker process on the local GPU (DESIGN.md §5, §7 `local`).
 
 The parent never trusts the worker: a reply must carry the run's nonce, arrive within the
-deadline and be well-formed; a dead worker becomes a `WorkerFailure` whose kind the pipeline
-maps to RUNTIME_ERROR, TIMEOUT or REJECTED (judge/engine/roles.py). Commands and their limits are
-judge/worker/protocol.py's. Its stdout/stderr go to a file whose tail is shown.
+deadline, stay within the channel's caps and be well-formed; anything else, and a dead worker,
+becomes a `WorkerFailure` whose kind the pipeline maps to RUNTIME_ERROR, TIMEOUT or REJECTED
+(judge/engine/roles.py), never an exception of another type. The channel, the commands and their
+limits are judge/worker/protocol.py's. Its stdout/stderr go to a file whose tail is shown.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import secrets
 import select
@@ -17,11 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge import paths
 from judge.sandbox.memwatch import MemoryWatch, default_limit
+from judge.worker import protocol
 from judge.worker.protocol import Op
 
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
@@ -47,7 +51,7 @@ def host_memory_limit() -> int:
 
 @dataclass
 class WorkerFailure(Exception):
-    kind: str  # "crash" | "cuda" | "timeout" | "protocol" | "python" | "os"
+    kind: str  # "crash" | "cuda" | "timeout" | "protocol" | "malformed" | "python" | "os"
     message: str
     log_tail: str = ""
 
@@ -55,12 +59,22 @@ class WorkerFailure(Exception):
         return self.message
 
 
+class _Malformed(Exception):
+    """What is wrong with a line on the channel (becomes a WorkerFailure of kind "malformed")."""
+
+
 class WorkerProcess:
     """One worker: `request()` sends a command and returns its reply (dict) or raises WorkerFailure.
 
     `role` says whose code it runs ("candidate", or "baseline NAME": a baseline's failure is the
     judge's); `label` names it in messages where one run has several candidates (`judge compare`'s
-    "A" and "B"). The engine's failure mapping reads both (judge/engine/roles.py)."""
+    "A" and "B"). The engine's failure mapping reads both (judge/engine/roles.py).
+
+    The channel (judge/worker/protocol.py): the fd number goes in the environment and the nonce on
+    stdin, never in argv. Everything read is bounded (bytes per line and per request, lines per
+    request, nesting) and read before the request's deadline; a line that is not a well-formed
+    reply is a "malformed" failure (the candidate's RUNTIME_ERROR), a well-formed one without this
+    run's nonce a "protocol" one (REJECTED), silence past the deadline a "timeout"."""
 
     def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False, label: str = ""):
         self.role, self.label = role, label
@@ -74,72 +88,137 @@ class WorkerProcess:
         env["CUDA_VISIBLE_DEVICES"] = str(device)
         env["PYTHONPATH"] = str(paths.CODE_ROOT)
         env["PYTHONUNBUFFERED"] = "1"
+        env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
         log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judge.worker.main", str(write_fd), self.nonce] + (["--torch"] if torch else []),
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
-        log.close()
-        os.close(write_fd)
+        try:
+            self.proc = subprocess.Popen(
+                command(torch), stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            log.close()
+            os.close(write_fd)
         self.memory = MemoryWatch(self.proc.pid, limit)
         self.read_fd = read_fd
-        self.buffer = b""
+        assert self.proc.stdin is not None
+        self.stdin_fd = self.proc.stdin.fileno()
+        os.set_blocking(self.stdin_fd, False)  # a worker that stops reading cannot hold the parent
+        self.buffer = b""  # an incomplete line
+        self.lines: deque[bytes] = deque()  # complete lines not yet read
         self.started = time.perf_counter()
+        try:  # 33 bytes into an empty pipe; a worker gone already fails in wait_ready (no nonce: exit 2)
+            os.write(self.stdin_fd, (self.nonce + "\n").encode())
+        except OSError:
+            pass
 
     def wait_ready(self, timeout_s: float = 120.0) -> dict:
-        return self._reply(timeout_s, "starting the worker")
+        return self._reply(time.perf_counter() + timeout_s, timeout_s, "starting the worker")
 
     def request(self, op: Op, timeout_s: float, what: str, on_progress=None, **args) -> dict:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died(what) from None
-        return self._reply(timeout_s, what, on_progress)
-
-    def _reply(self, timeout_s: float, what: str, on_progress=None) -> dict:
         deadline = time.perf_counter() + timeout_s
-        while True:
-            while b"\n" not in self.buffer:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    self.kill()
-                    raise WorkerFailure("timeout", f"{what}: no answer within {timeout_s:.1f} s",
-                                        self.log_tail())
-                ready, _, _ = select.select([self.read_fd], [], [], left)
-                if not ready:
-                    continue
-                chunk = os.read(self.read_fd, 1 << 16)
-                if not chunk:
-                    raise self._died(what)
-                self.buffer += chunk
-            line, self.buffer = self.buffer.split(b"\n", 1)
+        self._nothing_unasked(what, deadline)
+        self._send((json.dumps({"op": op, **args}) + "\n").encode(), deadline, timeout_s, what)
+        return self._reply(deadline, timeout_s, what, on_progress)
+
+    # -- the channel --------------------------------------------------------------------------------
+    def _send(self, data: bytes, deadline: float, timeout_s: float, what: str) -> None:
+        """Write `data` on the worker's stdin before the deadline (its pipe is non-blocking)."""
+        view = memoryview(data)
+        while view:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise self._timeout(what, timeout_s)
             try:
-                msg = json.loads(line)
-            except ValueError:
-                self.kill()
-                raise WorkerFailure("protocol", f"{what}: the worker sent a malformed reply") from None
-            if not isinstance(msg, dict) or msg.get("nonce") != self.nonce:
+                _, ready, _ = select.select([], [self.stdin_fd], [], left)
+                if ready:
+                    view = view[os.write(self.stdin_fd, view):]
+            except BlockingIOError:
+                continue
+            except OSError:  # BrokenPipeError: the worker is gone
+                raise self._died(what, deadline) from None
+
+    def _nothing_unasked(self, what: str, deadline: float) -> None:
+        """Between requests the channel is silent: a line no request asked for is malformed."""
+        if not (self.lines or self.buffer):
+            if not select.select([self.read_fd], [], [], 0)[0]:
+                return
+            chunk = os.read(self.read_fd, 1 << 16)
+            if not chunk:
+                raise self._died(what, deadline)
+        raise self._malformed(what, "it wrote on the result channel between requests")
+
+    def _line(self, deadline: float, timeout_s: float, what: str, budget: list[int]) -> bytes:
+        """The next complete line, read before the deadline; `budget`: [bytes, lines] left."""
+        while not self.lines:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise self._timeout(what, timeout_s)
+            if not select.select([self.read_fd], [], [], left)[0]:
+                continue
+            chunk = os.read(self.read_fd, 1 << 16)
+            if not chunk:
+                raise self._died(what, deadline)
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise self._malformed(what, f"more than {protocol.REQUEST_CAP_BYTES} bytes for one request")
+            *complete, self.buffer = (self.buffer + chunk).split(b"\n")
+            self.lines.extend(complete)
+            if len(self.buffer) >= protocol.REPLY_CAP_BYTES:
+                raise self._malformed(what, f"a line over {protocol.REPLY_CAP_BYTES} bytes")
+        if time.perf_counter() >= deadline:
+            raise self._timeout(what, timeout_s)
+        budget[1] -= 1
+        if budget[1] < 0:
+            raise self._malformed(what, f"more than {protocol.MAX_LINES} lines for one request")
+        line = self.lines.popleft()
+        if len(line) >= protocol.REPLY_CAP_BYTES:
+            raise self._malformed(what, f"a line over {protocol.REPLY_CAP_BYTES} bytes")
+        return line
+
+    def _reply(self, deadline: float, timeout_s: float, what: str, on_progress=None) -> dict:
+        budget = [protocol.REQUEST_CAP_BYTES, protocol.MAX_LINES]
+        while True:
+            line = self._line(deadline, timeout_s, what, budget)
+            try:
+                msg = decode(line)
+            except _Malformed as e:
+                raise self._malformed(what, str(e)) from None
+            nonce = msg.get("nonce")
+            if not isinstance(nonce, str) or not secrets.compare_digest(nonce.encode(), self.nonce.encode()):
                 self.kill()
                 raise WorkerFailure("protocol", f"{what}: a reply without this run's nonce")
             if "progress" in msg:
                 if on_progress:
                     on_progress(msg["progress"])
                 continue
-            if not msg.get("ok"):
-                err = msg.get("error") or {}
+            try:
+                check_reply(msg)
+            except _Malformed as e:
+                raise self._malformed(what, str(e)) from None
+            if not msg["ok"]:
+                err = msg["error"]
                 self.kill()
-                kind = err.get("kind", "protocol")
-                text = f"{err.get('text', 'unknown error')} ({err.get('name', '?')})"
+                text = f"{err['text']} ({err['name']})"
                 if err.get("where"):
                     text = f"{err['where']}: {text}"
-                raise WorkerFailure(kind, text, self.log_tail())
+                raise WorkerFailure(err["kind"], text, self.log_tail())
             return msg
 
-    def _died(self, what: str) -> WorkerFailure:
+    def _malformed(self, what: str, why: str) -> WorkerFailure:
+        self.kill()
+        return WorkerFailure("malformed", f"{what}: the worker sent a malformed reply: {why}", self.log_tail())
+
+    def _timeout(self, what: str, timeout_s: float) -> WorkerFailure:
+        self.kill()
+        return WorkerFailure("timeout", f"{what}: no answer within {timeout_s:.1f} s", self.log_tail())
+
+    def _died(self, what: str, deadline: float) -> WorkerFailure:
+        """The worker closed its channel: it is dying. Its exit status, waited for until the deadline
+        (at least half a second, at most ten: a process that lingers is killed)."""
         try:
-            code = self.proc.wait(timeout=10)
+            code = self.proc.wait(timeout=min(10.0, max(0.5, deadline - time.perf_counter())))
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.returncode
@@ -183,6 +262,72 @@ class WorkerProcess:
         except OSError:
             pass
         self.workdir.cleanup()
+
+
+def command(torch: bool = False) -> list[str]:
+    """The worker's argv: the module, and whether it is a baseline (torch); nothing of the channel."""
+    return [sys.executable, "-m", "judge.worker.main"] + (["--torch"] if torch else [])
+
+
+def decode(line: bytes) -> dict:
+    """One line of the channel as a JSON object, or _Malformed: not UTF-8, nested deeper than
+    MAX_DEPTH (checked before parsing: the parser recurses), not JSON (whatever the decoder
+    raises), not an object. Total on any bytes."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Malformed("not UTF-8") from None
+    if text.count("[") + text.count("{") > protocol.MAX_DEPTH and _depth(text) > protocol.MAX_DEPTH:
+        raise _Malformed(f"nested deeper than {protocol.MAX_DEPTH}")
+    try:
+        msg = json.loads(text)
+    except Exception as e:  # noqa: BLE001 — whatever the decoder raises (ValueError, RecursionError, ...)
+        raise _Malformed(f"not JSON ({type(e).__name__})") from None
+    if not isinstance(msg, dict):
+        raise _Malformed(f"a JSON {type(msg).__name__}, not an object")
+    return msg
+
+
+# A JSON string (an unterminated one runs to the end: one pass, no backtracking) or a bracket.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]')
+
+
+def _depth(text: str) -> int:
+    """How deep `text` nests (brackets inside strings do not count), scanned in one pass, and
+    stopping as soon as it passes MAX_DEPTH."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > protocol.MAX_DEPTH:
+                break
+        elif c in "]}":
+            depth -= 1
+    return depth
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def check_reply(msg: dict) -> None:
+    """The fields the parent reads have their types (judge/worker/protocol.py), or _Malformed."""
+    for field, kind in protocol.FIELD_TYPES.items():
+        if field in msg and (not isinstance(msg[field], kind) or (kind is int and isinstance(msg[field], bool))):
+            raise _Malformed(f"`{field}`: {kind.__name__} expected, got {type(msg[field]).__name__}")
+    if "ok" not in msg:
+        raise _Malformed("no `ok`")
+    if "times_ms" in msg and not (len(msg["times_ms"]) <= protocol.MAX_CALLS_PER_BATCH
+                                  and all(_number(x) for x in msg["times_ms"])):
+        raise _Malformed("`times_ms` is not a list of at most "
+                         f"{protocol.MAX_CALLS_PER_BATCH} numbers")
+    if not msg["ok"]:
+        err = msg.get("error")
+        if not (isinstance(err, dict) and err.get("kind") in protocol.ERROR_KINDS
+                and isinstance(err.get("name"), str) and isinstance(err.get("text"), str)
+                and isinstance(err.get("where", ""), (str, type(None)))):
+            raise _Malformed("`ok` is false without an `error` {kind, name, text[, where]} of the worker's")
 
 
 def _user_tasks() -> int | None:

@@ -1,9 +1,12 @@
 """The worker: the only process that runs submitted (or baseline) code.
 
-    python -m judge.worker.main RESULT_FD NONCE [--torch]
+    python -m judge.worker.main [--torch]
 
-It reads one JSON command per line on stdin and answers one JSON line, tagged with the run's
-nonce, on RESULT_FD; its own stdout/stderr go to a capped log the parent reads. It holds no
+Its result channel's fd number comes in $JUDGE_WORKER_FD (removed at once, the fd made
+non-inheritable) and the run's nonce on the first line of stdin, never in argv
+(judge/worker/protocol.py's `worker_channel`). Then it reads one JSON command per line on stdin
+and answers one JSON line, tagged with the nonce, on the channel; its own stdout/stderr go to a
+capped log the parent reads. It holds no
 reference outputs and no seeds: only the buffers the parent shares with it through CUDA IPC.
 A candidate worker never imports torch (start-up stays well under a second); a baseline worker
 imports torch and the problem's reference.py.
@@ -30,7 +33,7 @@ from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import WIDTH, Kernels, poison_word
-from judge.worker.protocol import MAX_CALLS_PER_BATCH, OPS, POISON_BYTES
+from judge.worker.protocol import ERROR_TEXT_CHARS, MAX_CALLS_PER_BATCH, OPS, POISON_BYTES, worker_channel
 
 FLUSH_MIN_BYTES = 64 << 20
 
@@ -196,10 +199,9 @@ def main() -> None:
     # Python ignores SIGXFSZ; restored, output past the log's cap (RLIMIT_FSIZE) kills the worker
     # instead of being dropped while the flood goes on.
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-    fd, nonce = int(sys.argv[1]), sys.argv[2]
-    out = os.fdopen(fd, "w")
+    out, nonce = worker_channel()
     try:
-        if "--torch" in sys.argv[3:]:  # a baseline worker: pay torch's start-up while others work
+        if "--torch" in sys.argv[1:]:  # a baseline worker: pay torch's start-up while others work
             import torch
 
             torch.zeros(1, device="cuda")
@@ -221,16 +223,17 @@ def main() -> None:
             _send_error(out, nonce, e)
             return
         except Exception as e:  # noqa: BLE001 — reported to the parent as the worker's failure
-            worker.send(ok=False, error={"kind": "python", "name": type(e).__name__, "text": str(e)})
+            worker.send(ok=False, error={"kind": "python", "name": type(e).__name__,
+                                         "text": str(e)[:ERROR_TEXT_CHARS]})
             return
         worker.send(ok=True, **result)
 
 
 def _send_error(out, nonce: str, e: BaseException) -> None:
     if isinstance(e, CudaError):
-        err = {"kind": "cuda", "name": e.name, "text": e.text, "where": e.where}
+        err = {"kind": "cuda", "name": e.name, "text": e.text[:ERROR_TEXT_CHARS], "where": e.where}
     else:
-        err = {"kind": "os", "name": type(e).__name__, "text": str(e)}
+        err = {"kind": "os", "name": type(e).__name__, "text": str(e)[:ERROR_TEXT_CHARS]}
     out.write(json.dumps({"nonce": nonce, "ok": False, "error": err}) + "\n")
     out.flush()
 

@@ -1,13 +1,32 @@
-"""What the parent and the worker must agree on: the commands, the batch limit, the poison bytes.
+"""What the parent and the worker must agree on: the channel, the replies, the commands, the batch
+limit, the poison bytes.
 
 Imported by both sides (judge/worker/main.py, judge/worker/client.py and the engine); pure Python,
-so that the worker process stays free of torch. The wire format: one JSON object per line; a
-request is `{"op": OP, **args}` on the worker's stdin, a reply carries the run's nonce and `ok`
-on the result channel (judge/worker/client.py checks both).
+so that the worker process stays free of torch.
+
+The channel (docs/security.md, "The result channel"). The parent starts the worker as
+`python -m judge.worker.main [--torch]`: nothing of the channel is in its argv. The number of the
+reply pipe's write end is in the environment (`JUDGE_WORKER_FD`), which the worker removes at once,
+and the fd is made non-inheritable there (nothing the worker starts holds it); the run's nonce
+(32 hex digits, fresh per worker) is the first line of the worker's stdin. Then:
+
+- a request is one JSON object per line on the worker's stdin: `{"op": OP, **args}`;
+- a reply is one JSON object per line on the channel, UTF-8, at most `REPLY_CAP_BYTES` with its
+  newline, nested at most `MAX_DEPTH` deep, carrying the run's `nonce` and `ok` (true or false);
+  `ok: false` carries `error: {kind, name, text[, where]}` with a kind of `ERROR_KINDS`; a
+  `progress` line (the nonce and `progress`) may come before the reply. The known fields have
+  the types of `FIELD_TYPES`; others are passed on as they are.
+- per request the parent reads at most `REQUEST_CAP_BYTES` and `MAX_LINES` lines, before the
+  request's deadline; and nothing between requests.
 """
 from __future__ import annotations
 
-from typing import Literal, get_args
+import os
+import re
+import sys
+from typing import Literal, TextIO, get_args
+
+from judge import paths
 
 # The worker's commands (a method of judge/worker/main.py's `Worker` each, but `exit`).
 Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "exit"]
@@ -21,3 +40,34 @@ MAX_CALLS_PER_BATCH = 1000
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
 # fills its L2 flush buffer with one.
 POISON_BYTES = (*range(0x40, 0x80), *range(0xC0, 0x100))
+
+# -- the result channel ------------------------------------------------------------------------------
+ENV_FD = paths.ENV_WORKER_FD
+NONCE = re.compile(r"[0-9a-f]{32}")
+REPLY_CAP_BYTES = 1 << 20  # one reply line; the largest real one (1000 times) is ~25 KB
+REQUEST_CAP_BYTES = 4 << 20  # everything read for one request
+MAX_LINES = 1000  # lines read for one request (progress lines and the reply)
+MAX_DEPTH = 8  # nesting of a reply; the real ones are 2 deep
+ERROR_TEXT_CHARS = 4000  # the worker cuts an error's text to this (a reply stays far under the cap)
+ERROR_KINDS = ("cuda", "python", "os")  # what the worker says when it fails
+# The type of each field the parent reads (a list's items: numbers); other fields are not read.
+FIELD_TYPES: dict[str, type] = {
+    "nonce": str, "ok": bool, "ready": bool, "pid": int, "calls": int, "times_ms": list, "error": dict}
+
+
+def worker_channel() -> tuple[TextIO, str]:
+    """In the worker: the result channel and the run's nonce, as the parent passed them. Exits
+    with status 2 (and a line on stderr, which goes to the log) when either is missing."""
+    try:
+        fd = int(os.environ.pop(ENV_FD, ""))
+        os.fstat(fd)
+    except (ValueError, OSError):
+        print(f"judge.worker.main: no result fd in ${ENV_FD}: the worker is started by judge/worker/client.py",
+              file=sys.stderr)
+        sys.exit(2)
+    os.set_inheritable(fd, False)  # nothing the worker starts can write on the channel
+    nonce = sys.stdin.readline().strip()
+    if not NONCE.fullmatch(nonce):
+        print("judge.worker.main: no nonce on the first line of stdin", file=sys.stderr)
+        sys.exit(2)
+    return os.fdopen(fd, "w", encoding="utf-8"), nonce

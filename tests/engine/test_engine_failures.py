@@ -28,7 +28,8 @@ CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
              "cuda": (Status.RUNTIME_ERROR, "solve(): no answer"),
              "python": (Status.RUNTIME_ERROR, "solve(): no answer"),
              "os": (Status.RUNTIME_ERROR, "solve(): no answer"),
-             "protocol": (Status.REJECTED, "result channel: solve(): no answer")}
+             "protocol": (Status.REJECTED, "result channel: solve(): no answer"),
+             "malformed": (Status.RUNTIME_ERROR, "solve(): no answer")}
 KINDS = sorted(CANDIDATE)
 QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
 LONGER = TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)

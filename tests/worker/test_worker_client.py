@@ -1,8 +1,10 @@
 """The worker protocol without a GPU: failures are WorkerFailure with the right kind, quickly, never a hang.
 
-WorkerProcess hard-codes its command (`sys.executable -m judge.worker.main FD NONCE`), so the fake
-workers below replace `sys.executable` as seen by judge.worker.client with a tiny script; the script gets
-the same argv (`-m judge.worker.main FD NONCE`) and environment a real worker would.
+WorkerProcess hard-codes its command (`sys.executable -m judge.worker.main`), so the fake workers
+below replace `sys.executable` as seen by judge.worker.client with a tiny script; the script gets the
+same argv (`-m judge.worker.main`), environment (the channel's fd in $JUDGE_WORKER_FD) and stdin
+(the nonce first) a real worker would, and opens its channel with the real worker's code
+(judge/worker/protocol.py's `worker_channel`).
 """
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ def test_real_worker_fails_to_start_cuda_quickly():
 HEADER = f"#!{sys.executable}\n"
 PRELUDE = """\
 import json, os, sys
-fd, nonce = int(sys.argv[3]), sys.argv[4]
-out = os.fdopen(fd, "w")
+from judge.worker.protocol import worker_channel
+out, nonce = worker_channel()
 def send(**msg):
     out.write(json.dumps(msg) + "\\n"); out.flush()
 """
@@ -49,13 +51,13 @@ def fake_worker(tmp_path):
     """fake_worker(body) → a WorkerProcess whose process runs `body` (after PRELUDE) instead of the worker."""
     made = []
 
-    def make(body: str) -> WorkerProcess:
+    def make(body: str, role: str = "candidate") -> WorkerProcess:
         script = tmp_path / f"fake_worker_{len(made)}.py"
         script.write_text(HEADER + PRELUDE + textwrap.dedent(body))
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(local, "sys", types.SimpleNamespace(executable=str(script)))
-            w = WorkerProcess(device=0, role="candidate")
+            w = WorkerProcess(device=0, role=role)
         made.append(w)
         return w
 
@@ -111,14 +113,15 @@ def test_missing_nonce_on_a_later_reply(fake_worker):
     assert info.value.kind == "protocol"
 
 
-def test_malformed_reply_is_protocol_failure(fake_worker):
+def test_malformed_reply_is_a_malformed_failure(fake_worker):
+    """Not JSON: the worker's own malformed output (the candidate's RUNTIME_ERROR), not tampering."""
     w = fake_worker("""
         out.write("this is not json\\n"); out.flush()
         import time; time.sleep(60)
     """)
     with pytest.raises(WorkerFailure) as info:
         w.wait_ready(timeout_s=20)
-    assert info.value.kind == "protocol" and "malformed" in info.value.message
+    assert info.value.kind == "malformed" and "malformed" in info.value.message
 
 
 def test_silent_worker_is_timeout_within_deadline(fake_worker):
@@ -316,3 +319,235 @@ def test_a_bad_memory_limit_is_a_clear_error(monkeypatch):
     assert local.host_memory_limit() == 3 << 29
     monkeypatch.delenv(local.MEMORY_ENV)
     assert local.host_memory_limit() > 0
+
+
+# -- the channel: fd and nonce outside argv -----------------------------------------------------------
+
+def test_the_worker_command_carries_neither_fd_nor_nonce():
+    assert local.command() == [sys.executable, "-m", "judge.worker.main"]
+    assert local.command(torch=True) == [sys.executable, "-m", "judge.worker.main", "--torch"]
+
+
+@pytest.mark.skipif(bool(device.gpus()), reason="reads the error of a worker that cannot start CUDA")
+def test_a_real_worker_gets_its_channel_outside_argv():
+    """The real `python -m judge.worker.main`: its argv is the module alone (the Popen args and, while
+    it lives, /proc/PID/cmdline), and the nonce it read on stdin tags the error it sends (no GPU here)."""
+    w = WorkerProcess(device=0)
+    try:
+        assert w.proc.args == local.command()
+        try:
+            with open(f"/proc/{w.proc.pid}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+        except OSError:
+            cmdline = []
+        if cmdline and cmdline != [b""]:  # empty once it has exited (a zombie)
+            assert b"judge.worker.main" in cmdline and not any(w.nonce.encode() in a for a in cmdline)
+            assert len([a for a in cmdline if a]) == 3, cmdline
+        with pytest.raises(WorkerFailure) as info:
+            w.wait_ready(timeout_s=60)
+        assert info.value.kind in ("cuda", "os"), info.value  # a reply with the nonce, not a crash
+    finally:
+        w.close()
+
+
+def test_the_fd_and_nonce_reach_the_worker_outside_argv(fake_worker):
+    """What the worker sees: argv without fd or nonce, the fd variable gone from its environment once
+    read, the fd not inherited by a process it starts; the nonce came on stdin."""
+    w = fake_worker("""
+        import subprocess
+        with open("/proc/self/cmdline", "rb") as f:
+            cmdline = f.read().decode().split("\\0")
+        child = subprocess.run([sys.executable, "-c", "import os, sys; os.fstat(int(sys.argv[1]))",
+                                str(out.fileno())], capture_output=True)
+        send(nonce=nonce, ok=True, ready=True, argv=sys.argv[1:], cmdline=cmdline,
+             env=[k for k in os.environ if k.startswith("JUDGE_")], fd=out.fileno(),
+             inheritable=os.get_inheritable(out.fileno()), child_has_fd=child.returncode == 0)
+        import time; time.sleep(60)
+    """)
+    ready = w.wait_ready(timeout_s=20)
+    assert ready["argv"] == ["-m", "judge.worker.main"]
+    assert not any(w.nonce in a or a == str(ready["fd"]) for a in ready["cmdline"]), ready["cmdline"]
+    assert w.nonce not in " ".join(w.proc.args) and str(ready["fd"]) not in w.proc.args[1:]
+    assert ready["env"] == [] and ready["inheritable"] is False and ready["child_has_fd"] is False
+
+
+def test_a_worker_without_its_channel_exits(tmp_path):
+    """`python -m judge.worker.main` started by hand (no fd variable, no nonce) says so and exits 2."""
+    import subprocess
+
+    from judge import paths
+
+    r = subprocess.run([sys.executable, "-m", "judge.worker.main"], capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL, cwd=tmp_path, env={"PYTHONPATH": str(paths.CODE_ROOT)})
+    assert r.returncode == 2 and "no result fd" in r.stderr
+
+
+# -- the channel: malformed replies -----------------------------------------------------------------------
+
+CAP = 1 << 20  # judge.worker.protocol.REPLY_CAP_BYTES, asserted below
+SLEEP = "import time; time.sleep(60)"
+
+
+def after_ready(*parts: str) -> str:
+    """A fake worker's body: ready, then it reads one request and runs `parts` (each dedented)."""
+    return "\n".join(["send(nonce=nonce, ok=True, ready=True)", "sys.stdin.readline()"]
+                     + [textwrap.dedent(p).strip("\n") for p in parts]) + "\n"
+MALFORMED = {  # name: (what the worker writes on its channel for the request, the reason given)
+    "oversized_line": ('out.write(json.dumps({"nonce": nonce, "ok": True, "pad": "x" * (2 << 20)}) + "\\n")',
+                       f"a line over {CAP} bytes"),
+    "200000_brackets": ('out.write("[" * 200000 + "\\n")', "nested deeper than"),
+    "deep_in_an_object": ('out.write(json.dumps({"nonce": nonce, "ok": True, "x": [[[[[[[[[[[[1]]]]]]]]]]]]}) + "\\n")',
+                          "nested deeper than"),
+    "invalid_utf8": ('out.buffer.write(b\'{"nonce": "\' + nonce.encode() + b\'", "ok": true, "x": "\\xff"}\\n\')',
+                     "not UTF-8"),
+    "json_array": ('out.write(json.dumps([nonce, True]) + "\\n")', "a JSON list, not an object"),
+    "ok_a_string": ('send(nonce=nonce, ok="yes")', "`ok`: bool expected, got str"),
+    "no_ok": ('send(nonce=nonce, times_ms=[0.1])', "no `ok`"),
+    "times_not_numbers": ('send(nonce=nonce, ok=True, times_ms="0.1")', "`times_ms`: list expected, got str"),
+    "times_with_a_string": ('send(nonce=nonce, ok=True, times_ms=[0.1, "0.2"])', "`times_ms` is not a list"),
+    "pid_a_bool": ('send(nonce=nonce, ok=True, pid=True)', "`pid`: int expected, got bool"),
+    "error_of_a_forged_kind": ('send(nonce=nonce, ok=False, error={"kind": "timeout", "name": "x", "text": "y"})',
+                               "`ok` is false without an `error`"),
+    "error_not_an_object": ('send(nonce=nonce, ok=False, error="boom")', "`error`: dict expected, got str"),
+    "huge_integer": ('out.write(\'{"nonce": "\' + nonce + \'", "ok": true, "calls": \' + "9" * 5000 + "}\\n")',
+                     "not JSON (ValueError)"),
+    "nul_bytes": ('out.write("\\0" * 100 + "\\n")', "not JSON"),
+    "endless_lines": ("while True: send(nonce=nonce, progress=1)", "more than 1000 lines for one request"),
+    "endless_bytes": ('while True: out.write("x" * 65536)', f"a line over {CAP} bytes"),
+    "endless_garbage_lines": ('while True: out.write("[[[[\\n" * 10000)', "not JSON"),
+}
+
+
+def test_the_caps_are_the_protocols():
+    from judge.worker import protocol
+
+    assert protocol.REPLY_CAP_BYTES == CAP and protocol.MAX_DEPTH < 12 and protocol.MAX_LINES == 1000
+
+
+def test_decoding_is_total(monkeypatch):
+    """`decode` raises nothing but its own _Malformed, on any bytes: with the depth check out of the
+    way the parser's RecursionError is caught too; a depth scan of a 1 MiB line stays quick."""
+    import random
+
+    from judge.worker import protocol
+
+    rng = random.Random(7)
+    alphabet = b'[]{}",:\\ 0123456789.eE-+truefalsn\xff\xc3\x00'
+    for _ in range(3000):
+        line = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+        try:
+            assert isinstance(local.decode(line), dict)
+        except local._Malformed:
+            pass
+    for line in (b"[]" * (CAP // 4), b'"\\' * (CAP // 4), b'{"a": ["\\"[", 1]}' * 40000):
+        t0 = time.perf_counter()
+        with pytest.raises(local._Malformed):
+            local.decode(line)
+        assert time.perf_counter() - t0 < 2
+    assert local.decode(b'{"s": "[[[[[[[[[[[[[[[[[[[[\\"{{{{{{{{{{{{{"}') == {"s": "[" * 20 + '"' + "{" * 13}
+    monkeypatch.setattr(protocol, "MAX_DEPTH", 10**7)
+    with pytest.raises(local._Malformed, match="not JSON \\(RecursionError\\)"):
+        local.decode(b"[" * 200000)
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_reply_is_the_candidates_runtime_error(fake_worker, name):
+    """Every malformed reply is a WorkerFailure of kind "malformed", quickly (within the request's
+    deadline), the worker killed: RUNTIME_ERROR for the candidate, INTERNAL_ERROR for a baseline."""
+    from judge.contract.verdict import Status
+    from judge.engine.roles import baseline_role, blame
+
+    code, reason = MALFORMED[name]
+    body = after_ready(code, "out.flush()", SLEEP)
+    for role, status in (("candidate", Status.RUNTIME_ERROR), (baseline_role("torch"), Status.INTERNAL_ERROR)):
+        w = fake_worker(body, role=role)
+        w.wait_ready(timeout_s=20)
+        t0 = time.perf_counter()
+        with pytest.raises(WorkerFailure) as info:
+            w.request("call", 8, "solve() on n=7", args=[])
+        assert time.perf_counter() - t0 < 8
+        f = info.value
+        assert f.kind == "malformed", f
+        assert f.message.startswith(f"solve() on n=7: the worker sent a malformed reply: {reason}"), f.message
+        assert w.proc.poll() is not None
+        verdict = blame(w, f)
+        assert verdict.status == status, verdict
+        assert ("baseline torch: " in verdict.message) == (status == Status.INTERNAL_ERROR)
+
+
+def test_the_engine_gives_a_malformed_candidate_runtime_error(fake_worker):
+    """Through the session's request (judge/engine/session.py `ask`), as the correctness phase asks."""
+    from conftest import PROBLEMS_DIR
+    from fakes import cpu_session
+
+    from judge.contract.verdict import Status
+    from judge.engine.outcome import RunFailure
+    from judge.problem import spec
+
+    s = cpu_session(spec.load_problem(PROBLEMS_DIR / "vector_add"))
+    w = fake_worker(after_ready(MALFORMED["200000_brackets"][0], "out.flush()", SLEEP))
+    w.wait_ready(timeout_s=20)
+    with pytest.raises(RunFailure) as info:
+        s.ask(w, "call", 8, "solve() on n=7", args=[])
+    assert info.value.status == Status.RUNTIME_ERROR and "malformed reply: nested deeper" in info.value.message
+
+
+def test_brackets_inside_strings_are_not_nesting(fake_worker):
+    w = fake_worker(after_ready('send(nonce=nonce, ok=True, note="[{" * 1000 + "\\\\\\"]")', SLEEP))
+    w.wait_ready(timeout_s=20)
+    assert w.request("call", 8, "solve()", args=[])["note"] == "[{" * 1000 + '\\"]'
+
+
+def test_a_reply_after_the_deadline_is_a_timeout(fake_worker):
+    w = fake_worker(after_ready("""
+        import time; time.sleep(2.5)
+        send(nonce=nonce, ok=True)
+    """, SLEEP))
+    w.wait_ready(timeout_s=20)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 1.0, "solve()", args=[])
+    assert info.value.kind == "timeout" and 0.9 <= time.perf_counter() - t0 < 2.0
+    assert w.proc.poll() is not None
+
+
+def test_a_slow_endless_stream_of_lines_ends_at_the_deadline(fake_worker):
+    """Well-formed progress lines, too slowly to pass the line cap: the deadline still holds."""
+    w = fake_worker(after_ready("""
+        import time
+        while True:
+            send(nonce=nonce, progress=1); time.sleep(0.01)
+    """))
+    w.wait_ready(timeout_s=20)
+    seen = []
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 1.0, "solve()", on_progress=seen.append, args=[])
+    assert info.value.kind == "timeout" and 0.9 <= time.perf_counter() - t0 < 2.0 and seen
+
+
+def test_a_worker_that_stops_reading_cannot_hold_the_parent(fake_worker):
+    """Requests go out before the deadline too: a worker that never reads stdin (its pipe full) times out."""
+    w = fake_worker("""
+        send(nonce=nonce, ok=True, ready=True)
+        import time; time.sleep(60)
+    """)
+    w.wait_ready(timeout_s=20)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 1.0, "solve()", args=["x" * (1 << 20)])
+    assert info.value.kind == "timeout" and time.perf_counter() - t0 < 2.0
+
+
+def test_a_reply_nobody_asked_for_is_malformed(fake_worker):
+    """One reply per request: a second one (waiting for the next request to take it) is refused."""
+    w = fake_worker(after_ready("""
+        send(nonce=nonce, ok=True, times_ms=[1.0])
+        send(nonce=nonce, ok=True, times_ms=[0.001])
+    """, SLEEP))
+    w.wait_ready(timeout_s=20)
+    assert w.request("call", 8, "solve()", args=[])["times_ms"] == [1.0]
+    time.sleep(0.2)
+    with pytest.raises(WorkerFailure) as info:
+        w.request("time_batch", 8, "timing", k=1)
+    assert info.value.kind == "malformed" and "between requests" in info.value.message
