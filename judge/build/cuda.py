@@ -29,7 +29,8 @@ class CudaToolchain:
 
     def check_source(self, problem: Problem, source: Path) -> str | None:
         try:
-            policy.check_source(Path(source).read_text(errors="replace"), Path(source).name)
+            policy.check_source(Path(source).read_text(errors="replace"), Path(source).name,
+                                problem.spec.allow)
         except policy.PolicyError as e:
             return str(e)
         return None

@@ -24,8 +24,16 @@ from pathlib import Path
 from judge import paths
 from judge.build import toolkit
 
+# Macros every build defines (the host pass too). NVTX_DISABLE compiles NVTX out: CUB (and Thrust)
+# include NVTX, whose injection loader would otherwise put dlopen, dlsym, getenv and sched_yield
+# into every library that includes <cub/cub.cuh>, and the static policy refuses dlopen
+# (judge/build/policy.py). With it, CUB's ranges and NVTX's own API are empty inline functions
+# and those imports are gone at the source (tests/controls/cub_block_reduce.cu). A submission that
+# `#undef`s it gets the loader back and is refused for dlopen (tests/exploits/symbol_nvtx_undef.cu).
+DEFINES = ("-DNVTX_DISABLE",)
+# Part of every build's cache key (`_key`): a change here rebuilds instead of reusing old builds.
 FLAGS = ("-O3", "-std=c++17", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
-         "-Xptxas", "-v")
+         "-Xptxas", "-v", *DEFINES)
 COMPILE_TIMEOUT_S = 180
 TIMEOUT_STATUS = 124
 # The compiler's own limits (RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_CPU on every process of a build): the
@@ -103,7 +111,7 @@ def _command(req: BuildRequest, nvcc: str) -> list[str]:
 
 def _host_pass(req: BuildRequest, nvcc: str) -> list[str]:
     """nvcc's host pass alone (device function bodies removed): what policy.check_host_asm reads."""
-    return [nvcc, "-cuda", "-std=c++17", *req.extra_flags, *gencode(req.arch), "-include", "proto.h",
+    return [nvcc, "-cuda", "-std=c++17", *DEFINES, *req.extra_flags, *gencode(req.arch), "-include", "proto.h",
             "-o", "host.ii", "src.cu"]
 
 

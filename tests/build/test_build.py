@@ -154,6 +154,19 @@ def test_key_changes_with_every_input():
     assert k != build._key(other_header, src, "13.0.88")
 
 
+
+def test_nvtx_is_compiled_out_in_both_passes_and_in_the_key(monkeypatch):
+    """CUB's NVTX loader would import dlopen (refused): every build and its host pass define
+    NVTX_DISABLE, and the define is part of the cache key, so builds made before it are not reused."""
+    assert "-DNVTX_DISABLE" in build.FLAGS
+    req = request(Path("x.cu"))
+    assert "-DNVTX_DISABLE" in build._command(req, "nvcc")
+    assert "-DNVTX_DISABLE" in build._host_pass(req, "nvcc")
+    src = b"extern \"C\" void solve() {}"
+    k = build._key(req, src, "13.0.88")
+    monkeypatch.setattr(build, "FLAGS", tuple(f for f in build.FLAGS if f != "-DNVTX_DISABLE"))
+    assert build._key(req, src, "13.0.88") != k
+
 def test_gencode_and_arch_for():
     assert build.gencode("sm_90a") == ["-gencode", "arch=compute_90a,code=sm_90a"]
     assert build.gencode("sm_80") == ["-gencode", "arch=compute_80,code=sm_80"]
