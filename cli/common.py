@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from judge import paths
 from judge.board.run import RunError
+from judge.build import toolchain
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE
 from judge.gpu import device
 from judge.problem import spec
@@ -66,11 +67,11 @@ def resolve(problem: str) -> spec.Problem:
 
 
 def solution_file(path: Path) -> Path:
-    """The solution named on the command line: an existing .cu file, or Usage."""
+    """The solution named on the command line: an existing file some toolchain takes, or Usage."""
     if not path.is_file():
         raise Usage(f"no such file: {path}")
-    if path.suffix != ".cu":
-        raise Usage(f"{path} is not a .cu file")
+    if not toolchain.is_solution(path):
+        raise Usage(f"{path} is not a {' or '.join(toolchain.suffixes())} file")
     return path
 
 

@@ -24,6 +24,9 @@ class CudaToolchain:
         return abi.starter(problem.spec.title, problem.params,
                            {t.name: problem.shape_text(t.name) for t in problem.tensors})
 
+    def flags(self, arch: str) -> str:
+        return " ".join(nvcc.FLAGS + tuple(nvcc.gencode(arch)))
+
     def request(self, problem: Problem, source: Path, arch: str) -> nvcc.BuildRequest:
         return nvcc.BuildRequest(Path(source), abi.prototype_header(problem.params), problem.prototype(), arch)
 
@@ -68,7 +71,7 @@ class CudaToolchain:
         info = BuildInfo(ok=result.ok, cached=result.cached, seconds=round(result.seconds, 3),
                          command=result.command, arch=arch, log_tail=result.log[-4000:],
                          kernels=[KernelInfo(**vars(k)) for k in result.resources])
-        prepared = Prepared(source, self.name, build=info, sha256=result.key)
+        prepared = Prepared(source, self.name, build=info)
         if not result.ok:
             prepared.status = Status.COMPILE_ERROR
             prepared.message = f"{result.error}\n\ncommand: {result.command}"

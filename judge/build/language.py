@@ -26,7 +26,6 @@ class Prepared:
     message: str = ""
     build: BuildInfo | None = None  # what the build did (None where it never ran)
     load: dict = field(default_factory=dict)  # what the worker's `init` needs to load it
-    sha256: str = ""  # the built bytes' content key (the cache's), "" where nothing was built
 
     @property
     def ok(self) -> bool:
@@ -40,6 +39,10 @@ class Toolchain(Protocol):
 
     def starter(self, problem: Problem) -> str:
         """A file that builds and loads as is: the exact signature, a comment per tensor."""
+        ...
+
+    def flags(self, arch: str) -> str:
+        """The build's flags for `arch`, as the report's environment shows them."""
         ...
 
     def check_source(self, problem: Problem, source: Path) -> str | None:

@@ -82,11 +82,12 @@ def check_source(s: Session, source: Path) -> str:
     arch = s.opts.arch or (build.arch_for(s.gpu.major, s.gpu.minor) if s.gpu else "sm_90a")
     env = s.report.environment
     env.judge, env.nvcc, env.arch = __version__, toolkit.nvcc_version(), arch
-    env.flags = " ".join(build.FLAGS + tuple(build.gencode(arch)))
     if s.gpu:
         env.gpu, env.gpu_uuid, env.driver = s.gpu.name, s.gpu.uuid, s.gpu.driver
     try:
-        refused = toolchain.for_source(source).check_source(s.problem, source)
+        lang = toolchain.for_source(source)
+        env.flags = lang.flags(arch)
+        refused = lang.check_source(s.problem, source)
     except (toolchain.UnknownLanguage, OSError) as e:
         raise RunFailure(Status.INTERNAL_ERROR, str(e)) from None
     if refused:

@@ -36,6 +36,9 @@ class FooToolchain:
     def starter(self, problem):
         return f"# {problem.name} in foo\n"
 
+    def flags(self, arch):
+        return f"foo --target {arch}"
+
     def check_source(self, problem, source):
         return "no eval in foo" if "eval" in Path(source).read_text() else None
 
@@ -108,6 +111,7 @@ def test_the_engine_judges_a_new_language_through_the_seam(foo, vector_add, tmp_
     report = events[-1].report
     assert isinstance(events[-1], Finished) and any(isinstance(e, Built) for e in events)
     assert report.status is Status.COMPILE_ERROR and "foo: syntax error" in report.message
+    assert report.environment.flags == "foo --target sm_90a"
     src.write_text("eval(1)\n")
     report = list(evaluate(vector_add, src, Options(mode="test", arch="sm_90a")))[-1].report
     assert report.status is Status.REJECTED and report.message == "no eval in foo"
