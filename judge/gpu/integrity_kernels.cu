@@ -1,5 +1,14 @@
-// The judge's own fill and completeness-count kernels (judge/gpu/integrity.py embeds their PTX:
+// The judge's own kernels (judge/gpu/integrity.py embeds their PTX:
 // nvcc -arch=compute_80 -ptx integrity_kernels.cu, then `.version` lowered to 7.0).
+// The native worker (judge/worker/native/) compiles this file into itself; the parent loads the PTX.
+//
+//   judge_fill16/32   the poison pattern in every word of an output, before a call;
+//   judge_check16/32  right after a call's end event: out[0] += the words still holding the poison,
+//                     out[1] += the output's fingerprint (a sum over its words of mix(word, index,
+//                     salt), wrapping: independent of the order the threads run in). The parent
+//                     recomputes the fingerprint on the final outputs: work finished after the
+//                     end event changes it;
+//   judge_stamp       *out = the GPU's %globaltimer (ns, one clock for every context on the device).
 #include <cstdint>
 
 template <typename T>
@@ -8,6 +17,62 @@ __device__ void fill(T* p, T v, uint64_t n) {
         p[i] = v;
 }
 
+// splitmix64's finaliser over the word, its index and the output's salt.
+__device__ __forceinline__ uint64_t judge_mix(uint64_t word, uint64_t i, uint64_t salt) {
+    uint64_t x = word ^ (i * 0x9E3779B97F4A7C15ull) ^ (salt << 56);
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Block-wide sums of the count and the fingerprint, then one atomic per block (blockDim: 256).
+template <typename T>
+__device__ void check(const volatile T* p, T v, uint64_t n, uint64_t salt, unsigned long long* out) {
+    __shared__ unsigned long long part[2][32];
+    unsigned long long c = 0, f = 0;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        T w = p[i];
+        c += w == v;
+        f += judge_mix((uint64_t)w, i, salt);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        c += __shfl_down_sync(0xffffffffu, c, o);
+        f += __shfl_down_sync(0xffffffffu, f, o);
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        part[0][warp] = c;
+        part[1][warp] = f;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const int warps = (blockDim.x + 31) >> 5;
+        c = lane < warps ? part[0][lane] : 0;
+        f = lane < warps ? part[1][lane] : 0;
+        for (int o = 16; o > 0; o >>= 1) {
+            c += __shfl_down_sync(0xffffffffu, c, o);
+            f += __shfl_down_sync(0xffffffffu, f, o);
+        }
+        if (lane == 0) {
+            if (c) atomicAdd(out, c);
+            atomicAdd(out + 1, f);
+        }
+    }
+}
+
+extern "C" __global__ void judge_fill16(uint16_t* p, uint16_t v, uint64_t n) { fill(p, v, n); }
+extern "C" __global__ void judge_fill32(uint32_t* p, uint32_t v, uint64_t n) { fill(p, v, n); }
+extern "C" __global__ void judge_check16(const volatile uint16_t* p, uint16_t v, uint64_t n, uint64_t salt,
+                                         unsigned long long* out) {
+    check(p, v, n, salt, out);
+}
+extern "C" __global__ void judge_check32(const volatile uint32_t* p, uint32_t v, uint64_t n, uint64_t salt,
+                                         unsigned long long* out) {
+    check(p, v, n, salt, out);
+}
+// The completeness count alone (the Python worker's, until the native worker replaces it).
 template <typename T>
 __device__ void count(const volatile T* p, T v, uint64_t n, unsigned long long* counter) {
     unsigned long long c = 0;
@@ -15,12 +80,14 @@ __device__ void count(const volatile T* p, T v, uint64_t n, unsigned long long* 
         c += p[i] == v;
     if (c) atomicAdd(counter, c);
 }
-
-extern "C" __global__ void judge_fill16(uint16_t* p, uint16_t v, uint64_t n) { fill(p, v, n); }
-extern "C" __global__ void judge_fill32(uint32_t* p, uint32_t v, uint64_t n) { fill(p, v, n); }
 extern "C" __global__ void judge_count16(const volatile uint16_t* p, uint16_t v, uint64_t n, unsigned long long* c) {
     count(p, v, n, c);
 }
 extern "C" __global__ void judge_count32(const volatile uint32_t* p, uint32_t v, uint64_t n, unsigned long long* c) {
     count(p, v, n, c);
+}
+extern "C" __global__ void judge_stamp(unsigned long long* out) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    *out = t;
 }
