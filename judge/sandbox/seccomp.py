@@ -161,6 +161,7 @@ AUDIT_ARCH_X86_64 = 0xC000003E
 X32_SYSCALL_BIT = 0x40000000
 RET_KILL_PROCESS = 0x80000000
 RET_TRAP = 0x00030000
+RET_USER_NOTIF = 0x7FC00000  # learning mode only: a supervisor logs the call and lets it run
 RET_ERRNO = 0x00050000  # | errno
 RET_ALLOW = 0x7FFF0000
 
@@ -350,11 +351,6 @@ OFF_NR, OFF_ARCH, OFF_ARGS = 0, 4, 16  # struct seccomp_data {int nr; u32 arch; 
 
 
 class _Program:
-    def __init__(self) -> None:
-        self.code: list[tuple[int, int | str, int | str, int]] = []  # (code, jt, jf, k); jt/jf: skip or label
-        self.labels: dict[str, int] = {}
-        self.count = 0
-
     def new_label(self) -> str:
         self.count += 1
         return f"L{self.count}"
@@ -387,6 +383,12 @@ class _Program:
         else:
             raise ValueError(f"unknown test {kind!r}")
 
+    def __init__(self, deny: int = RET_TRAP) -> None:
+        self.code: list[tuple[int, int | str, int | str, int]] = []  # (code, jt, jf, k); jt/jf: skip or label
+        self.labels: dict[str, int] = {}
+        self.count = 0
+        self.deny = deny
+
     def rule(self, nr: int, rule: Rule) -> None:
         """`nr` (in A) matched: the rule's body, every path ending in a return; else on to the next."""
         following = self.new_label()
@@ -406,7 +408,7 @@ class _Program:
             self.ret(RET_ALLOW)
             if rule.refuse_if:
                 self.place(refuse)
-                self.ret(RET_TRAP)
+                self.ret(self.deny)
         self.place(following)
 
     def assemble(self) -> bytes:
@@ -422,10 +424,14 @@ class _Program:
         return bytes(out)
 
 
-def program(worker_pid: int, *, write_opens: bool = False) -> bytes:
+def program(worker_pid: int, *, write_opens: bool = False, learn: bool = False) -> bytes:
     """The filter for the worker whose pid (as it sees it) is `worker_pid`, as the bytes of a
-    `struct sock_filter[]` (8 bytes an instruction) to pass to seccomp(SECCOMP_SET_MODE_FILTER)."""
-    p = _Program()
+    `struct sock_filter[]` (8 bytes an instruction) to pass to seccomp(SECCOMP_SET_MODE_FILTER).
+
+    `learn=True` (measuring the list, never judging: scripts/probes/seccomp_learn.sh) makes every
+    refusal SECCOMP_RET_USER_NOTIF instead of a trap: the worker's supervisor thread logs the call
+    and lets it run."""
+    p = _Program(RET_USER_NOTIF if learn else RET_TRAP)
     p.op(LD_W_ABS, OFF_ARCH)
     p.op(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0)
     p.ret(RET_KILL_PROCESS)  # i386 (int 0x80) or another ABI: its numbers mean other calls
@@ -434,7 +440,7 @@ def program(worker_pid: int, *, write_opens: bool = False) -> bytes:
     p.ret(RET_KILL_PROCESS)  # the x32 ABI (and anything above it)
     for name, rule in rules(worker_pid, write_opens=write_opens).items():
         p.rule(NUMBERS[name], rule)
-    p.ret(RET_TRAP)
+    p.ret(p.deny)
     return p.assemble()
 
 

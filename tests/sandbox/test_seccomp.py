@@ -343,3 +343,12 @@ def test_supported(monkeypatch):
         assert seccomp.supported() is None
     monkeypatch.setattr(platform, "machine", lambda: "aarch64")
     assert seccomp.supported() == "seccomp filters are built for x86_64 only; this machine is aarch64"
+
+
+def test_learning_mode_only_changes_the_refusals():
+    """learn=True swaps every trap for a user notification and changes nothing else."""
+    trap, notify = seccomp.program(4242), seccomp.program(4242, learn=True)
+    assert len(trap) == len(notify)
+    differ = [i for i in range(0, len(trap), 8) if trap[i:i + 8] != notify[i:i + 8]]
+    assert differ and all(trap[i + 4:i + 8] == seccomp.RET_TRAP.to_bytes(4, "little")
+                          and notify[i + 4:i + 8] == seccomp.RET_USER_NOTIF.to_bytes(4, "little") for i in differ)
