@@ -23,6 +23,10 @@ ENV_BUILD_MEMORY_GB = "JUDGE_BUILD_MEMORY_GB"  # each compiler process's address
 ENV_CLUSTER_TEST_FAULT = "JUDGE_CLUSTER_TEST_FAULT"  # a test hook of the job child (inert unless set)
 ENV_JOB_FD = "JUDGE_JOB_FD"  # a job child's result fd (judge/runner/job.py), set by its parent
 ENV_WORKER_FD = "JUDGE_WORKER_FD"  # a worker's result fd (judge/worker/protocol.py), set by its parent
+# "0": a candidate's worker runs without the seccomp filter (judge/worker/client.py), to measure what
+# confinement costs or on a machine that cannot confine; anything else (the default): confined, and
+# a machine that cannot confine fails the run (INTERNAL_ERROR) rather than judge unconfined.
+ENV_CONFINE = "JUDGE_CONFINE"
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"
 DEFAULT_DB = Path(".judge") / "judge.db"

@@ -1,6 +1,7 @@
 """The CUDA C++ toolchain (`.cu`): static source policy → nvcc (judge/build/nvcc.py) → static
 policy on the host code and the library's imports (judge/build/policy.py), SASS summaries on
-request (judge/build/sass.py). The worker loads the library with ctypes and calls `solve`."""
+request (judge/build/sass.py). The candidate's native worker (judge/worker/native/) loads the library
+and calls `solve`."""
 from __future__ import annotations
 
 from collections.abc import Sequence

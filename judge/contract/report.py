@@ -122,6 +122,7 @@ class Environment(_M):
     peak_copy_gbps: float | None = None
     peak_tflops: float | None = None
     peak_unit: str | None = None
+    confined: bool = False  # the candidate's worker ran under the seccomp sandbox (JUDGE_CONFINE)
 
 
 class Report(_M):

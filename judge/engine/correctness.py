@@ -96,7 +96,7 @@ def judge_call(s: Session, case: Case, result: TestCase, inputs: dict[str, Any],
     if changed := guards.changed(s, inputs, sums, workload_id(case.workload)):
         return RunFailure(Status.REJECTED, f"solve() modified its input {', '.join(changed)} on {case.where}: "
                           "inputs are read-only")
-    if (left := int(counts.tensor[0])) > 0:
+    if (left := int(counts.tensor[0, 0])) > 0:
         return RunFailure(Status.REJECTED, incomplete(left, case.where))
     return None
 

@@ -24,6 +24,7 @@ from judge.gpu import health, integrity
 from judge.gpu.cudart import CudaError
 from judge.problem.spec import Workload
 from judge.worker.client import KILLED
+from judge.worker.protocol import CHECK_WORDS
 
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
@@ -51,9 +52,10 @@ def oom(s: Session, what: str, detail: str) -> RunFailure:
 
 # -- completeness counts --------------------------------------------------------------------------
 def counter(s: Session, tag: str, n: int) -> Buffer:
-    """A u64 completeness count per call, in a buffer the parent owns (judge/gpu/integrity.py)."""
+    """A check record per call (protocol.CHECK_STRIDE bytes: the completeness count first), in a
+    buffer the parent owns (judge/gpu/integrity.py)."""
     with memory(s, "the completeness counts"):
-        buf = s.device_buffers().alloc(f"{tag}#completeness", "int64", (n,))
+        buf = s.device_buffers().alloc(f"{tag}#completeness", "int64", (n, CHECK_WORDS))
     buf.tensor.zero_()
     return buf
 
@@ -65,7 +67,7 @@ def zero(s: Session, counts: Buffer) -> None:
 
 def require_complete(counts: Buffer, k: int, where: str) -> None:
     """The first `k` calls' counts must all be zero: no output word still held the poison."""
-    left = int(counts.tensor[:k].sum())
+    left = int(counts.tensor[:k, 0].sum())
     if left:
         raise RunFailure(Status.REJECTED, incomplete(left, where))
 

@@ -3,9 +3,11 @@
 Every worker carries a `role` ("candidate", or "baseline NAME") and a `label` ("" in a submit run,
 "A" / "B" in `judge compare`). A candidate's failure is the submission's verdict: a deadline
 missed is TIMEOUT, a reply without the run's nonce (tampering with the result channel) REJECTED,
-anything else RUNTIME_ERROR: a crash, a CUDA or Python error, and a malformed reply (the output of
-the candidate's own process: over the caps, not JSON, nested too deep, of the wrong shape). A
-baseline's is the judge's own (INTERNAL_ERROR). A labelled worker's failure names its side.
+anything else RUNTIME_ERROR: a crash (a system call the sandbox refused among them), an error the
+worker reports, and a malformed reply (the output of the candidate's own process: over the caps,
+not JSON, nested too deep, of the wrong shape). A baseline's is the judge's own (INTERNAL_ERROR),
+and so is a machine that cannot confine a candidate (kind "sandbox", found by the parent). A
+labelled worker's failure names its side.
 """
 from __future__ import annotations
 
@@ -51,6 +53,8 @@ def blame(worker: Worker, failure: WorkerFailure | RunFailure) -> RunFailure:
 
 def _worker_failure(worker: Worker, f: WorkerFailure) -> RunFailure:
     detail = f.message + (f"\nworker output (tail):\n{f.log_tail.strip()}" if f.log_tail.strip() else "")
+    if f.kind == "sandbox":  # the machine cannot confine the worker: said by the parent, not the worker
+        return RunFailure(Status.INTERNAL_ERROR, detail)
     if not is_candidate(worker):
         return RunFailure(Status.INTERNAL_ERROR, f"{worker.role}: {detail}")
     if f.kind == "timeout":

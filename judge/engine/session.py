@@ -24,6 +24,7 @@ from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem.spec import Impl, Problem
 from judge.worker.client import WorkerFailure, WorkerProcess
+from judge.worker.native_build import NativeBuildError
 from judge.worker.protocol import Op
 
 if TYPE_CHECKING:
@@ -111,7 +112,10 @@ class Session:
     def spawn(self, role: str, torch: bool = False, label: str = "") -> Worker:
         """A worker for `role` (a warm session's spare for the candidate of `judge watch`)."""
         warm = self.opts.warm.worker() if self.opts.warm and role == CANDIDATE else None
-        w: Worker = warm or WorkerProcess(self.opts.device, role, torch, label)
+        try:
+            w: Worker = warm or WorkerProcess(self.opts.device, role, torch, label)
+        except NativeBuildError as e:  # the judge's own code did not build
+            raise RunFailure(Status.INTERNAL_ERROR, f"starting the worker: {e}") from None
         self.workers.append(w)
         return w
 
@@ -130,9 +134,13 @@ class Session:
             raise RunFailure(Status.INTERNAL_ERROR, f"{what}: {f.message}\n{f.log_tail}") from None
 
     def load(self, worker: Worker, load: dict, what: str = "loading the library", timeout_s: float = 30) -> None:
-        """Start-up, then `init` with the problem's parameters and the library (or baseline) to load."""
+        """Start-up, then `init` with the problem's parameters and the library (or baseline) to load.
+        A candidate's worker confines itself at `init` (judge/worker/client.py); the report says
+        whether it did."""
         self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
         self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
+        if worker.role == CANDIDATE:
+            self.report.environment.confined = bool(getattr(worker, "confined", False))
 
     # -- the parent's CUDA ------------------------------------------------------------------------
     def start_torch(self) -> None:

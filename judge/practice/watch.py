@@ -27,6 +27,7 @@ from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem.spec import Problem
 from judge.worker.client import WorkerProcess
+from judge.worker.native_build import NativeBuildError
 
 POLL_S = 0.2
 SETTLE_S = 0.05
@@ -141,7 +142,7 @@ class WatchSession:
 
     def __init__(self, problem: Problem, opts: pipeline.Options | None = None, timed: bool = True,
                  submit: bool = False, evaluate: Callable[..., Iterator[Event]] | None = None,
-                 spawn: Callable[[], WorkerProcess] | None = None, cache_bytes: int | None = None):
+                 spawn: Callable[[], WorkerProcess | None] | None = None, cache_bytes: int | None = None):
         base = opts or pipeline.Options()
         self.submit = submit
         self.problem = problem if submit else replace(problem, baselines=())  # practice: no baseline
@@ -150,7 +151,7 @@ class WatchSession:
                             secret=None if submit else (base.secret if base.secret is not None
                                                         else secrets.randbits(63)))
         self._evaluate = evaluate or pipeline.evaluate
-        self._spawn = spawn or (lambda: WorkerProcess(self.opts.device, "candidate"))
+        self._spawn = spawn or (lambda: _spare_worker(self.opts.device))
         self.cache = ReferenceCache(cache_bytes if cache_bytes is not None else 0)
         self._cache_bytes = cache_bytes
         self.spare: WorkerProcess | None = None
@@ -225,3 +226,12 @@ class WatchSession:
 def practice_policy(budget_s: float) -> TimingPolicy:
     """The short timing of a watch run: `budget_s` of GPU time per shape at most."""
     return TimingPolicy(budget_s=budget_s, min_time_s=min(TimingPolicy().min_time_s, budget_s))
+
+
+def _spare_worker(device_index: int) -> WorkerProcess | None:
+    """A spare candidate worker, or None where the native worker does not build: the run then starts
+    its own and ends in INTERNAL_ERROR with the compiler's message (judge/engine/session.py's `spawn`)."""
+    try:
+        return WorkerProcess(device_index, "candidate")
+    except NativeBuildError:
+        return None

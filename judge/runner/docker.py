@@ -2,7 +2,11 @@
 
 The whole pipeline runs in the container (judge/runner/container_entry.py; the worker is still a
 process of its own in there): CUDA IPC between a host parent and a contained worker would need
-the host's IPC and PID namespaces. This side, the trusted one, copies the solution and the problem
+the host's IPC and PID namespaces. The same client code runs in there, so the candidate gets the
+native worker and its seccomp filter inside the container's (stacked on docker's own; the
+container's user is already nobody with no-new-privileges, so the worker has no root to give up);
+the worker is built with the image's nvcc into the container's cache, a tmpfs: once per run
+(about 6 s, while the submission builds). This side, the trusted one, copies the solution and the problem
 folder to a private folder, starts the container with no network, a read-only root, tmpfs work
 dirs, user nobody, no capabilities, no-new-privileges and pids/memory/CPU limits, gives it a fresh
 nonce on stdin, and accepts only nonce-tagged lines on its stdout: progress events, then one report

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from judge.build import toolkit
 from judge.gpu import device
+from judge.sandbox import seccomp
 
 
 @dataclass
@@ -45,6 +46,10 @@ def diagnose() -> list[Finding]:
         out.append(Finding("torch", cuda is not None or not gpus,
                            f"{torch.__version__} ({'CUDA ' + cuda if cuda else 'CPU-only build'})",
                            "" if cuda or not gpus else "install a CUDA build of torch to judge on this GPU"))
+    unconfinable = seccomp.supported()
+    out.append(Finding("sandbox", unconfinable is None, unconfinable or "seccomp (the candidate's worker is confined)",
+                       "" if unconfinable is None else "judge on x86-64 Linux with seccomp, or set JUDGE_CONFINE=0 "
+                       "to judge without the sandbox"))
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
     out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
     out.append(_docker())

@@ -11,6 +11,11 @@ input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true} or {"ok"
 the judge relies on. Profiling gives no verdict, so the outputs are not checked.
 Run by judge/runner/profile.py; the device is the first visible one (the parent sets
 CUDA_VISIBLE_DEVICES).
+
+Not the candidate worker, and not confined: ncu injects its own library into this process and
+drives the GPU's counters through it, which a seccomp filter made for solve() would refuse, and
+profiling gives no verdict (the library was built and policed as `submit` does it; the profile is
+the submitter's own tool, run on their machine).
 """
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """Start and talk to a worker process on the local GPU (DESIGN.md §5, §7 `local`).
 
+A candidate (a submission, `judge compare`'s A and B) runs in the native worker
+(judge/worker/native/worker.cu, built and cached by judge/worker/native_build.py), confined by the
+seccomp program of judge/sandbox/seccomp.py that it installs at `init`, before loading the library
+(`JUDGE_CONFINE=0` sends none); a baseline runs in the Python worker with torch
+(`python -m judge.worker.main --torch`).
+
 The parent never trusts the worker: a reply must carry the run's nonce, arrive within the
 deadline, stay within the channel's caps and be well-formed; anything else, and a dead worker,
 becomes a `WorkerFailure` whose kind the pipeline maps to RUNTIME_ERROR, TIMEOUT or REJECTED
@@ -24,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import paths
+from judge.sandbox import seccomp
 from judge.sandbox.memwatch import MemoryWatch, default_limit
-from judge.worker import protocol
+from judge.worker import native_build, protocol
 from judge.worker.protocol import Op
 
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
@@ -34,6 +41,7 @@ CPU_LIMIT_S = 3600  # RLIMIT_CPU: a backstop; every request has its own (much sh
 EXTRA_TASKS = 4096  # RLIMIT_NPROC: this user's processes and threads now, plus this many
 KILLED: set[int] = set()  # pids of workers this process killed: judge/gpu/health.py waits for their memory
 MEMORY_ENV = paths.ENV_WORKER_MEMORY_GB  # the worker's host-memory limit (default: judge/sandbox/memwatch.py)
+CONFINE_ENV = paths.ENV_CONFINE  # "0": candidates run without the seccomp filter
 
 
 def host_memory_limit() -> int:
@@ -49,9 +57,17 @@ def host_memory_limit() -> int:
     return int(gib * (1 << 30))
 
 
+def confine_wanted() -> bool:
+    """Whether candidates are to be confined: yes unless JUDGE_CONFINE=0."""
+    return os.environ.get(CONFINE_ENV, "1").strip() != "0"
+
+
 @dataclass
 class WorkerFailure(Exception):
-    kind: str  # "crash" | "cuda" | "timeout" | "protocol" | "malformed" | "python" | "os"
+    # "crash" | "cuda" | "timeout" | "protocol" | "malformed" | "python" | "os" | "native" (the
+    # worker's own kinds, protocol.ERROR_KINDS) | "sandbox" (this machine cannot confine a candidate:
+    # the judge's problem, whoever's worker it is)
+    kind: str
     message: str
     log_tail: str = ""
 
@@ -77,22 +93,28 @@ class WorkerProcess:
     run's nonce a "protocol" one (REJECTED), silence past the deadline a "timeout"."""
 
     def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False, label: str = ""):
+        """Raises native_build.NativeBuildError when a candidate's worker cannot be built."""
         self.role, self.label = role, label
         limit = host_memory_limit()  # a bad setting fails here, before anything is started
-        self.nonce = secrets.token_hex(16)
+        argv = command(torch)
+        # Confinement: a candidate's worker installs the filter at init; why it cannot, if it cannot.
+        self.confined = not torch and confine_wanted()
+        self.unconfinable = seccomp.supported() if self.confined else None
+        self.nonce = secrets.token_hex(protocol.NONCE_HEX // 2)
         self.workdir = tempfile.TemporaryDirectory(prefix=f"judge-{role}-")
         self.log_path = Path(self.workdir.name) / "worker.log"
         read_fd, write_fd = os.pipe()
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG",
                                                             paths.ENV_CUDART, "CUDA_HOME")}
         env["CUDA_VISIBLE_DEVICES"] = str(device)
-        env["PYTHONPATH"] = str(paths.CODE_ROOT)
-        env["PYTHONUNBUFFERED"] = "1"
+        if torch:
+            env["PYTHONPATH"] = str(paths.CODE_ROOT)
+            env["PYTHONUNBUFFERED"] = "1"
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(
-                command(torch), stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
                 cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
         except BaseException:
             os.close(read_fd)
@@ -118,9 +140,19 @@ class WorkerProcess:
 
     def request(self, op: Op, timeout_s: float, what: str, on_progress=None, **args) -> dict:
         deadline = time.perf_counter() + timeout_s
+        if op == "init" and self.confined:
+            args = {**args, "seccomp": self._filter(what)}
         self._nothing_unasked(what, deadline)
         self._send((json.dumps({"op": op, **args}) + "\n").encode(), deadline, timeout_s, what)
         return self._reply(deadline, timeout_s, what, on_progress)
+
+    def _filter(self, what: str) -> str:
+        """The candidate's seccomp program (hex), which its worker installs before loading the library."""
+        if self.unconfinable:
+            self.kill()
+            raise WorkerFailure("sandbox", f"{what}: this machine cannot confine the candidate's worker: "
+                                f"{self.unconfinable} (set {CONFINE_ENV}=0 to judge without the sandbox)")
+        return seccomp.program(self.proc.pid).hex()  # its own pid: no pid namespace in between
 
     # -- the channel --------------------------------------------------------------------------------
     def _send(self, data: bytes, deadline: float, timeout_s: float, what: str) -> None:
@@ -230,6 +262,8 @@ class WorkerProcess:
                        f"over the limit of {self.memory.limit / (1 << 30):.1f} GiB")
             elif name == "SIGXFSZ":
                 how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
+            elif name == "SIGSYS" and (refusal := seccomp.describe_refusal(self.log_tail())):
+                how += f": {refusal}"  # the worker's SIGSYS handler logged the call's number
         else:
             how = f"the worker exited with status {code}"
         return WorkerFailure("crash", f"{what}: {how}", self.log_tail())
@@ -265,8 +299,11 @@ class WorkerProcess:
 
 
 def command(torch: bool = False) -> list[str]:
-    """The worker's argv: the module, and whether it is a baseline (torch); nothing of the channel."""
-    return [sys.executable, "-m", "judge.worker.main"] + (["--torch"] if torch else [])
+    """The worker's argv, with nothing of the channel: the native worker for a candidate (built now
+    if the cache lacks it: native_build.NativeBuildError), the Python one for a baseline (torch)."""
+    if torch:
+        return [sys.executable, "-m", "judge.worker.main", "--torch"]
+    return [str(native_build.worker_binary())]
 
 
 def decode(line: bytes) -> dict:

@@ -1,23 +1,21 @@
-"""The worker: the only process that runs submitted (or baseline) code.
+"""The baseline worker: runs the problem's reference (torch) as a timed baseline.
 
-    python -m judge.worker.main [--torch]
+    python -m judge.worker.main --torch
 
+Candidates (submissions) run in the native worker instead (judge/worker/native/worker.cu: no
+interpreter in the process a submission owns, and a seccomp sandbox); this one runs only the
+judge's own code, with the same protocol (judge/worker/protocol.py) and the same timing method.
 Its result channel's fd number comes in $JUDGE_WORKER_FD (removed at once, the fd made
 non-inheritable) and the run's nonce on the first line of stdin, never in argv
 (judge/worker/protocol.py's `worker_channel`). Then it reads one JSON command per line on stdin
 and answers one JSON line, tagged with the nonce, on the channel; its own stdout/stderr go to a
-capped log the parent reads. It holds no
-reference outputs and no seeds: only the buffers the parent shares with it through CUDA IPC.
-A candidate worker never imports torch (start-up stays well under a second); a baseline worker
-imports torch and the problem's reference.py.
+capped log the parent reads. It holds no reference outputs and no seeds: only the buffers the
+parent shares with it through CUDA IPC, as torch tensors.
 
 Commands (judge/worker/protocol.py, shared with the parent): init, map, unmap, call, prepare,
-time_batch, exit. Any CUDA error is answered with its runtime name
-and text, then the worker exits: after a sticky error its context is unusable.
-
-Everything it answers is a claim: native code in this process can rewrite it. The parent decides
-from what it checks itself (outputs, input checksums, its wall clock); the completeness counts
-are written into a buffer the parent owns (judge/gpu/integrity.py).
+time_batch, exit. Any CUDA error is answered with its runtime name and text, then the worker
+exits: after a sticky error its context is unusable. A baseline's outputs are not checked for
+completeness (no `counter`): its failures are the judge's own.
 """
 from __future__ import annotations
 
@@ -33,9 +31,14 @@ from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import WIDTH, Kernels, poison_word
-from judge.worker.protocol import ERROR_TEXT_CHARS, MAX_CALLS_PER_BATCH, OPS, POISON_BYTES, worker_channel
-
-FLUSH_MIN_BYTES = 64 << 20
+from judge.worker.protocol import (
+    ERROR_TEXT_CHARS,
+    FLUSH_MIN_BYTES,
+    MAX_CALLS_PER_BATCH,
+    OPS,
+    POISON_BYTES,
+    worker_channel,
+)
 
 
 class Worker:
@@ -47,10 +50,8 @@ class Worker:
         self.buffers: dict[str, int] = {}
         self.tensors: dict[str, object] = {}
         self.call_target: Callable[[list], object] = _not_loaded
-        self.torch_mode = False
         self.events: list[tuple[int, int]] = []
-        self.kernels = Kernels()  # judge-owned fill and completeness-count kernels
-        self.counter = 0  # the parent's u64 counts buffer (one per timed call), 0: not counted
+        self.kernels = Kernels()  # judge-owned poison fill kernels
         self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
 
     def send(self, **msg) -> None:
@@ -59,37 +60,23 @@ class Worker:
         self.out.flush()
 
     # -- commands ---------------------------------------------------------------------------
-    def init(self, params: list[dict], lib: str | None = None, baseline: dict | None = None) -> dict:
+    def init(self, params: list[dict], baseline: dict) -> dict:
         self.params = params
-        if lib:
-            so = ctypes.CDLL(lib, mode=ctypes.RTLD_LOCAL)
-            fn = so.solve
-            fn.restype = None
-            fn.argtypes = [ctypes.c_void_p if p["kind"] == "tensor" else
-                           ctypes.c_int if p["kind"] == "int" else ctypes.c_float for p in params]
-            self.call_target = lambda args: fn(*args)
-        else:
-            assert baseline is not None
-            import torch  # noqa: F401  (baseline workers only)
-
-            self.torch_mode = True
-
-            spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
-            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
-            func = getattr(module, baseline["func"])
-            names = [p["name"] for p in params]
-            self.call_target = lambda args: func(**dict(zip(names, args)))
+        spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
+        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        func = getattr(module, baseline["func"])
+        names = [p["name"] for p in params]
+        self.call_target = lambda args: func(**dict(zip(names, args)))
         return {}
 
     def map(self, buffers: list[dict]) -> dict:
+        from judge.gpu.devmem import tensor_at
+
         for b in buffers:
             ptr = self.rt.ipc_open(bytes.fromhex(b["handle"]))
             self.buffers[b["id"]] = ptr
-            if self.torch_mode:
-                from judge.gpu.devmem import tensor_at
-
-                self.tensors[b["id"]] = tensor_at(ptr, b["nbytes"], b["dtype"], b["shape"])
+            self.tensors[b["id"]] = tensor_at(ptr, b["nbytes"], b["dtype"], b["shape"])
         return {}
 
     def unmap(self) -> dict:
@@ -100,34 +87,16 @@ class Worker:
         return {}
 
     def _args(self, args: list) -> list:
-        out = []
-        for a in args:
-            if "buf" in a:
-                out.append(self.tensors[a["buf"]] if self.torch_mode else self.buffers[a["buf"]])
-            else:
-                out.append(a["int"] if "int" in a else a["float"])
-        return out
+        return [self.tensors[a["buf"]] if "buf" in a else a["int"] if "int" in a else a["float"] for a in args]
 
     def call(self, args: list, outputs: list[dict] | None = None, counter: str | None = None) -> dict:
-        """One call of solve(). With `counter`, the outputs (poisoned by the parent with `word`)
-        are counted right after solve() returns, on the same stream, before synchronising."""
+        """One call of the reference (the outputs are not counted: `counter` is the candidate's)."""
+        _no_counter(counter)
         self.rt.synchronize("before the call")
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
-        if counter:
-            self._count([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
-                        self.buffers[counter])
         self.rt.synchronize("solve() on the device")
         return {}
-
-    def _count(self, outputs: list[tuple], counter: int) -> None:
-        try:
-            for ptr, nbytes, dtype, word in outputs:
-                if word is not None:
-                    self.kernels.count(ptr, nbytes, WIDTH[dtype], word, counter, self.kernels.stream)
-        except CudaError:  # most likely solve()'s own error, sticky: report it as the runtime words it
-            self.rt.synchronize("solve() on the device")
-            raise
 
     def _poison(self, ptr: int, nbytes: int, dtype: str) -> int | None:
         word = poison_word(dtype)
@@ -145,12 +114,11 @@ class Worker:
             self.rt.lib.cudaGetLastError()
 
     def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None) -> dict:
-        """Set the timed calls: one argument list per slot, and the outputs to poison per slot;
-        with `counter`, each timed call's completeness count goes to its u64 there."""
+        """Set the timed calls: one argument list per slot, and the outputs to poison per slot."""
+        _no_counter(counter)
         self.slots = [self._args(a) for a in slots]
         self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"], o.get("dtype", "uint8")) for o in outs]
                              for outs in outputs]
-        self.counter = self.buffers[counter] if counter else 0
         self.next_slot = 0
         while len(self.events) < MAX_CALLS_PER_BATCH:
             self.events.append((self.rt.event(), self.rt.event()))
@@ -168,8 +136,8 @@ class Worker:
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
-            words = [self._poison(ptr, nbytes, dtype)  # poison first, then flush: the poison's
-                     for ptr, nbytes, dtype in self.slot_outputs[s]]  # lines leave L2
+            for ptr, nbytes, dtype in self.slot_outputs[s]:  # poison first, then flush: the poison's
+                self._poison(ptr, nbytes, dtype)  # lines leave L2
             self._clear_persisting_l2()
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
             start, end = self.events[i]
@@ -177,9 +145,6 @@ class Worker:
             self.call_target(self.slots[s])
             self.rt.record(end)
             self.rt.last_error("launching solve()")
-            if self.counter:  # same stream, right after the end event, before any synchronisation
-                self._count([(ptr, nbytes, dtype, w) for (ptr, nbytes, dtype), w in zip(self.slot_outputs[s], words)],
-                            self.counter + 8 * i)
             if rest > 0 and per_call:
                 self.rt.event_synchronize(end)
                 time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
@@ -195,16 +160,24 @@ def _not_loaded(args: list) -> object:
     raise RuntimeError("solve() called before init")
 
 
+def _no_counter(counter: str | None) -> None:
+    if counter:
+        raise ValueError("the baseline worker does not check outputs (`counter` is for a candidate's native worker)")
+
+
 def main() -> None:
     # Python ignores SIGXFSZ; restored, output past the log's cap (RLIMIT_FSIZE) kills the worker
     # instead of being dropped while the flood goes on.
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
     out, nonce = worker_channel()
+    if "--torch" not in sys.argv[1:]:
+        print("judge.worker.main: runs baselines only (--torch); candidates run in the native worker",
+              file=sys.stderr)
+        sys.exit(2)
     try:
-        if "--torch" in sys.argv[1:]:  # a baseline worker: pay torch's start-up while others work
-            import torch
+        import torch  # pay torch's start-up while others work
 
-            torch.zeros(1, device="cuda")
+        torch.zeros(1, device="cuda")
         worker = Worker(out, nonce)
     except (CudaError, OSError) as e:
         _send_error(out, nonce, e)

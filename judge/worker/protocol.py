@@ -1,14 +1,17 @@
-"""What the parent and the worker must agree on: the channel, the replies, the commands, the batch
-limit, the poison bytes.
+"""What the parent and the workers must agree on: the channel, the replies, the commands, the batch
+limit, the poison bytes, the layout of the checks.
 
-Imported by both sides (judge/worker/main.py, judge/worker/client.py and the engine); pure Python,
-so that the worker process stays free of torch.
+The single source of these constants for both workers: the Python one (judge/worker/main.py,
+baselines) imports this module, and the native one (judge/worker/native/worker.cu, candidates) gets
+them in a header generated from it when it is built (judge/worker/native_build.py's `header`);
+the parent (judge/worker/client.py and the engine) imports it too. Pure Python, so that a baseline
+worker imports torch only when it needs it.
 
-The channel (docs/security.md, "The result channel"). The parent starts the worker as
-`python -m judge.worker.main [--torch]`: nothing of the channel is in its argv. The number of the
+The channel (docs/security.md, "The result channel"). The parent starts a worker with nothing of the
+channel in its argv (`judge-worker`, or `python -m judge.worker.main --torch`). The number of the
 reply pipe's write end is in the environment (`JUDGE_WORKER_FD`), which the worker removes at once,
 and the fd is made non-inheritable there (nothing the worker starts holds it); the run's nonce
-(32 hex digits, fresh per worker) is the first line of the worker's stdin. Then:
+(`NONCE_HEX` hex digits, fresh per worker) is the first line of the worker's stdin. Then:
 
 - a request is one JSON object per line on the worker's stdin: `{"op": OP, **args}`;
 - a reply is one JSON object per line on the channel, UTF-8, at most `REPLY_CAP_BYTES` with its
@@ -33,8 +36,21 @@ Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "exit"]
 OPS: frozenset[str] = frozenset(get_args(Op))
 
 # Timed calls per `time_batch` request: the worker holds this many event pairs, and the parent
-# keeps this many completeness counts (one u64 per timed call) for a benchmark shape.
+# keeps this many check records (CHECK_STRIDE bytes each) for a benchmark shape.
 MAX_CALLS_PER_BATCH = 1000
+
+# The parent's `counter` buffer: per timed call i, four u64 at counter + CHECK_STRIDE * i, written by
+# the candidate worker's judge kernels (judge/gpu/integrity_kernels.cu):
+#   [0] words of the outputs still holding the poison, [1] the outputs' fingerprint (judge_check,
+#   each output salted with its index among the call's outputs; only outputs whose dtype has a
+#   poison pattern, judge/gpu/integrity.py's WIDTH, are checked), [2] the GPU's %globaltimer just
+#   before the start event, [3] just after the end event (judge_stamp). A `call` with a counter
+#   writes [0] and [1] at counter + 0 (its outputs with a `word`).
+CHECK_STRIDE = 32
+CHECK_WORDS = CHECK_STRIDE // 8
+
+# The L2 flush before every timed call writes max(2 x L2, this) bytes.
+FLUSH_MIN_BYTES = 64 << 20
 
 # Bytes whose repeated pattern reads as |value| >= 2 or NaN in f32/f16/bf16: outputs without a
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
@@ -43,13 +59,17 @@ POISON_BYTES = (*range(0x40, 0x80), *range(0xC0, 0x100))
 
 # -- the result channel ------------------------------------------------------------------------------
 ENV_FD = paths.ENV_WORKER_FD
-NONCE = re.compile(r"[0-9a-f]{32}")
+NONCE_HEX = 32  # lowercase hex digits of a nonce
+NONCE = re.compile(rf"[0-9a-f]{{{NONCE_HEX}}}")
 REPLY_CAP_BYTES = 1 << 20  # one reply line; the largest real one (1000 times) is ~25 KB
-REQUEST_CAP_BYTES = 4 << 20  # everything read for one request
+# Everything the parent reads for one request; and the longest command line the native worker reads.
+REQUEST_CAP_BYTES = 4 << 20
 MAX_LINES = 1000  # lines read for one request (progress lines and the reply)
 MAX_DEPTH = 8  # nesting of a reply; the real ones are 2 deep
 ERROR_TEXT_CHARS = 4000  # the worker cuts an error's text to this (a reply stays far under the cap)
-ERROR_KINDS = ("cuda", "python", "os")  # what the worker says when it fails
+# What a worker says when it fails: a CUDA error, the Python worker's exception, a system call's
+# failure (loading the library, confining the process), the native worker's refusal of a request.
+ERROR_KINDS = ("cuda", "python", "os", "native")
 # The type of each field the parent reads (a list's items: numbers); other fields are not read.
 FIELD_TYPES: dict[str, type] = {
     "nonce": str, "ok": bool, "ready": bool, "pid": int, "calls": int, "times_ms": list, "error": dict}

@@ -291,7 +291,9 @@ def test_incomplete_outputs_are_rejected(vector_add):
     s = cpu_session(vector_add)
     counts = guards.counter(s, "bench0", 4)
     guards.require_complete(counts, 4, "n=7")
-    counts.tensor[3] = 5
+    counts.tensor[2, 1:] = 7  # a fingerprint and stamps: not counts
+    guards.require_complete(counts, 4, "n=7")
+    counts.tensor[3, 0] = 5
     guards.require_complete(counts, 3, "n=7")  # only the batch's calls count
     with pytest.raises(RunFailure) as info:
         guards.require_complete(counts, 4, "a timed call on n=7")

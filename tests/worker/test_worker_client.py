@@ -1,10 +1,10 @@
 """The worker protocol without a GPU: failures are WorkerFailure with the right kind, quickly, never a hang.
 
-WorkerProcess hard-codes its command (`sys.executable -m judge.worker.main`), so the fake workers
-below replace `sys.executable` as seen by judge.worker.client with a tiny script; the script gets the
-same argv (`-m judge.worker.main`), environment (the channel's fd in $JUDGE_WORKER_FD) and stdin
-(the nonce first) a real worker would, and opens its channel with the real worker's code
-(judge/worker/protocol.py's `worker_channel`).
+The fake workers below replace the worker's command (judge.worker.client's `command`: the native
+worker's binary for a candidate) with a tiny script; the script gets the same argv (the program
+alone), environment (the channel's fd in $JUDGE_WORKER_FD) and stdin (the nonce first) a real
+worker would, and opens its channel with the Python worker's code (judge/worker/protocol.py's
+`worker_channel`). The real native worker is tested in test_native_worker.py.
 """
 from __future__ import annotations
 
@@ -12,33 +12,17 @@ import stat
 import sys
 import textwrap
 import time
-import types
 
 import pytest
 
-from judge.gpu import device
+from judge import paths
 from judge.worker import client as local
 from judge.worker.client import WorkerFailure, WorkerProcess
 
-
-@pytest.mark.skipif(bool(device.gpus()), reason="checks the failure to start CUDA on a machine without a GPU")
-def test_real_worker_fails_to_start_cuda_quickly():
-    w = WorkerProcess(device=0)
-    try:
-        t0 = time.perf_counter()
-        with pytest.raises(WorkerFailure) as info:
-            w.wait_ready(timeout_s=60)
-        assert time.perf_counter() - t0 < 30
-        assert info.value.kind in ("cuda", "os", "crash"), info.value
-        assert info.value.message
-    finally:
-        w.close()
-    assert w.proc.poll() is not None
-
-
 HEADER = f"#!{sys.executable}\n"
-PRELUDE = """\
+PRELUDE = f"""\
 import json, os, sys
+sys.path.insert(0, {str(paths.CODE_ROOT)!r})  # a candidate's worker gets no PYTHONPATH
 from judge.worker.protocol import worker_channel
 out, nonce = worker_channel()
 def send(**msg):
@@ -51,13 +35,13 @@ def fake_worker(tmp_path):
     """fake_worker(body) → a WorkerProcess whose process runs `body` (after PRELUDE) instead of the worker."""
     made = []
 
-    def make(body: str, role: str = "candidate") -> WorkerProcess:
+    def make(body: str, role: str = "candidate", torch: bool = False) -> WorkerProcess:
         script = tmp_path / f"fake_worker_{len(made)}.py"
         script.write_text(HEADER + PRELUDE + textwrap.dedent(body))
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(local, "sys", types.SimpleNamespace(executable=str(script)))
-            w = WorkerProcess(device=0, role=role)
+            mp.setattr(local, "command", lambda torch=False: [str(script)])
+            w = WorkerProcess(device=0, role=role, torch=torch)
         made.append(w)
         return w
 
@@ -68,7 +52,7 @@ def fake_worker(tmp_path):
 
 def test_fake_worker_round_trip(fake_worker):
     w = fake_worker("""
-        assert sys.argv[1:3] == ["-m", "judge.worker.main"]
+        assert sys.argv[1:] == []
         send(nonce=nonce, ok=True, ready=True, pid=os.getpid())
         for line in sys.stdin:
             cmd = json.loads(line)
@@ -323,33 +307,6 @@ def test_a_bad_memory_limit_is_a_clear_error(monkeypatch):
 
 # -- the channel: fd and nonce outside argv -----------------------------------------------------------
 
-def test_the_worker_command_carries_neither_fd_nor_nonce():
-    assert local.command() == [sys.executable, "-m", "judge.worker.main"]
-    assert local.command(torch=True) == [sys.executable, "-m", "judge.worker.main", "--torch"]
-
-
-@pytest.mark.skipif(bool(device.gpus()), reason="reads the error of a worker that cannot start CUDA")
-def test_a_real_worker_gets_its_channel_outside_argv():
-    """The real `python -m judge.worker.main`: its argv is the module alone (the Popen args and, while
-    it lives, /proc/PID/cmdline), and the nonce it read on stdin tags the error it sends (no GPU here)."""
-    w = WorkerProcess(device=0)
-    try:
-        assert w.proc.args == local.command()
-        try:
-            with open(f"/proc/{w.proc.pid}/cmdline", "rb") as f:
-                cmdline = f.read().split(b"\0")
-        except OSError:
-            cmdline = []
-        if cmdline and cmdline != [b""]:  # empty once it has exited (a zombie)
-            assert b"judge.worker.main" in cmdline and not any(w.nonce.encode() in a for a in cmdline)
-            assert len([a for a in cmdline if a]) == 3, cmdline
-        with pytest.raises(WorkerFailure) as info:
-            w.wait_ready(timeout_s=60)
-        assert info.value.kind in ("cuda", "os"), info.value  # a reply with the nonce, not a crash
-    finally:
-        w.close()
-
-
 def test_the_fd_and_nonce_reach_the_worker_outside_argv(fake_worker):
     """What the worker sees: argv without fd or nonce, the fd variable gone from its environment once
     read, the fd not inherited by a process it starts; the nonce came on stdin."""
@@ -365,21 +322,36 @@ def test_the_fd_and_nonce_reach_the_worker_outside_argv(fake_worker):
         import time; time.sleep(60)
     """)
     ready = w.wait_ready(timeout_s=20)
-    assert ready["argv"] == ["-m", "judge.worker.main"]
+    assert ready["argv"] == []
     assert not any(w.nonce in a or a == str(ready["fd"]) for a in ready["cmdline"]), ready["cmdline"]
     assert w.nonce not in " ".join(w.proc.args) and str(ready["fd"]) not in w.proc.args[1:]
     assert ready["env"] == [] and ready["inheritable"] is False and ready["child_has_fd"] is False
 
 
 def test_a_worker_without_its_channel_exits(tmp_path):
-    """`python -m judge.worker.main` started by hand (no fd variable, no nonce) says so and exits 2."""
+    """`python -m judge.worker.main --torch` started by hand (no fd variable, no nonce) says so and exits 2."""
     import subprocess
 
-    from judge import paths
-
-    r = subprocess.run([sys.executable, "-m", "judge.worker.main"], capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL, cwd=tmp_path, env={"PYTHONPATH": str(paths.CODE_ROOT)})
+    r = subprocess.run([sys.executable, "-m", "judge.worker.main", "--torch"], capture_output=True, text=True,
+                       timeout=60, stdin=subprocess.DEVNULL, cwd=tmp_path, env={"PYTHONPATH": str(paths.CODE_ROOT)})
     assert r.returncode == 2 and "no result fd" in r.stderr
+
+
+def test_the_python_worker_runs_baselines_only(tmp_path):
+    """Without --torch the Python worker refuses: a candidate's library runs in the native worker."""
+    import os
+    import subprocess
+
+    read_fd, write_fd = os.pipe()
+    try:
+        r = subprocess.run([sys.executable, "-m", "judge.worker.main"], capture_output=True, text=True, timeout=60,
+                           input="0" * 32 + "\n", cwd=tmp_path, pass_fds=(write_fd,),
+                           env={"PYTHONPATH": str(paths.CODE_ROOT), paths.ENV_WORKER_FD: str(write_fd)})
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    assert r.returncode == 2 and "baselines only" in r.stderr
+    assert local.command(torch=True) == [sys.executable, "-m", "judge.worker.main", "--torch"]
 
 
 # -- the channel: malformed replies -----------------------------------------------------------------------
@@ -551,3 +523,78 @@ def test_a_reply_nobody_asked_for_is_malformed(fake_worker):
     with pytest.raises(WorkerFailure) as info:
         w.request("time_batch", 8, "timing", k=1)
     assert info.value.kind == "malformed" and "between requests" in info.value.message
+
+
+# -- confinement: what the parent sends, and what it says --------------------------------------------------
+
+ECHOES = """
+    send(nonce=nonce, ok=True, ready=True)
+    for line in sys.stdin:
+        send(nonce=nonce, ok=True, got=json.loads(line))
+"""
+
+
+def test_a_candidates_init_carries_the_seccomp_program(fake_worker, monkeypatch):
+    """A candidate's `init` carries judge.sandbox.seccomp's program for its own pid (hex: 8 bytes per
+    instruction); JUDGE_CONFINE=0 sends none, and a baseline's worker (the judge's own code) never gets one."""
+    from judge.sandbox import seccomp
+
+    monkeypatch.delenv(paths.ENV_CONFINE, raising=False)
+    w = fake_worker(ECHOES)
+    w.wait_ready(timeout_s=20)
+    assert w.confined
+    got = w.request("init", 10, "loading the library", params=[], lib="/x.so")["got"]
+    assert got["seccomp"] == seccomp.program(w.proc.pid).hex() and len(bytes.fromhex(got["seccomp"])) % 8 == 0
+    assert got["lib"] == "/x.so"
+    assert "seccomp" not in w.request("call", 10, "solve()", args=[])["got"]  # init only
+
+    monkeypatch.setenv(paths.ENV_CONFINE, "0")
+    w = fake_worker(ECHOES)
+    w.wait_ready(timeout_s=20)
+    assert not w.confined and "seccomp" not in w.request("init", 10, "loading", params=[], lib="/x.so")["got"]
+
+    monkeypatch.delenv(paths.ENV_CONFINE)
+    w = fake_worker(ECHOES, role="baseline torch", torch=True)
+    w.wait_ready(timeout_s=20)
+    assert not w.confined and "seccomp" not in w.request("init", 10, "loading", params=[], baseline={})["got"]
+
+
+def test_a_machine_that_cannot_confine_is_the_judges_error(fake_worker, monkeypatch):
+    """supported() gives a reason: the candidate's init fails before anything is sent, as the judge's
+    INTERNAL_ERROR naming JUDGE_CONFINE=0, never as the candidate's verdict."""
+    from judge.contract.verdict import Status
+    from judge.engine.roles import blame
+    from judge.sandbox import seccomp
+
+    monkeypatch.delenv(paths.ENV_CONFINE, raising=False)
+    monkeypatch.setattr(seccomp, "supported", lambda: "no seccomp in this kernel")
+    w = fake_worker(ECHOES)
+    w.wait_ready(timeout_s=20)
+    with pytest.raises(WorkerFailure) as info:
+        w.request("init", 10, "loading the library", params=[], lib="/x.so")
+    assert info.value.kind == "sandbox" and w.proc.poll() is not None
+    verdict = blame(w, info.value)
+    assert verdict.status == Status.INTERNAL_ERROR
+    assert "no seccomp in this kernel" in verdict.message and "JUDGE_CONFINE=0" in verdict.message
+
+
+def test_a_refused_system_call_is_named_and_blamed_on_the_candidate(fake_worker):
+    """A worker killed by SIGSYS after its handler logged the call: the failure names the call
+    (judge.sandbox.seccomp.describe_refusal), and it is the candidate's RUNTIME_ERROR."""
+    from judge.contract.verdict import Status
+    from judge.engine.roles import blame
+    from judge.sandbox import seccomp
+
+    w = fake_worker(after_ready("""
+        sys.stdout.write("judge-worker: the sandbox refused system call 62\\n"); sys.stdout.flush()
+        import signal
+        os.kill(os.getpid(), signal.SIGSYS)
+    """))
+    w.wait_ready(timeout_s=20)
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 10, "solve() on n=7", args=[])
+    f = info.value
+    assert f.kind == "crash"
+    assert f.message == f"solve() on n=7: the worker was killed by SIGSYS: {seccomp.describe_refusal(f.log_tail)}"
+    assert "system call 62" in f.message
+    assert blame(w, f).status == Status.RUNTIME_ERROR

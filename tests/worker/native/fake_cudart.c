@@ -1,0 +1,87 @@
+/* A CPU stand-in for the CUDA runtime calls of the native worker, preloaded (LD_PRELOAD) by
+ * tests/worker/test_native_worker.py so that the real worker binary runs its whole protocol on a
+ * machine without a GPU: every call succeeds and is logged on stderr (the worker's log), in order.
+ * IPC handles map to zeroed host memory, so a CPU solve() can read and write its buffers; a kernel
+ * launch is logged with its arguments (a stamp: 1 thread; a check: on the checks' stream; a fill:
+ * 256 threads on the default stream). FAKE_CUDART_FAIL=<function> makes that call fail with
+ * cudaErrorIllegalAddress (700). Only what the worker imports is here. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int cudaError_t;
+typedef struct { unsigned x, y, z; } dim3;
+typedef struct { unsigned char reserved[64]; } cudaIpcMemHandle_t;
+#define CHECK_STREAM ((void*)0x5157)
+
+static cudaError_t ok(const char* name) {
+    const char* fail = getenv("FAKE_CUDART_FAIL");
+    return fail && strcmp(fail, name) == 0 ? 700 : 0;
+}
+
+cudaError_t cudaSetDevice(int device) {
+    /* What the worker did before it touched CUDA: the channel variable gone, no fd inheritable. */
+    char inheritable[256] = "";
+    for (int fd = 3; fd < 256; ++fd) {
+        int flags = fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC)) snprintf(inheritable + strlen(inheritable), 16, " %d", fd);
+    }
+    const char* env = getenv("JUDGE_WORKER_FD");
+    fprintf(stderr, "fake: cudaSetDevice %d env=%s inheritable=[%s]\n", device, env ? env : "unset", inheritable);
+    return ok("cudaSetDevice");
+}
+cudaError_t cudaFree(void* p) { fprintf(stderr, "fake: cudaFree\n"); return ok("cudaFree"); }
+cudaError_t cudaDeviceGetAttribute(int* v, int attr, int device) { *v = 50 << 20; return ok("cudaDeviceGetAttribute"); }
+cudaError_t cudaMalloc(void** p, size_t n) {
+    *p = (void*)0x10000000;  /* the flush buffer: never touched on the host */
+    fprintf(stderr, "fake: cudaMalloc %zu\n", n);
+    return ok("cudaMalloc");
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) { *least = 0; *greatest = -5; return 0; }
+cudaError_t cudaStreamCreateWithPriority(void** s, unsigned flags, int priority) {
+    *s = CHECK_STREAM;
+    fprintf(stderr, "fake: stream flags=%u priority=%d\n", flags, priority);
+    return ok("cudaStreamCreateWithPriority");
+}
+cudaError_t cudaFuncGetAttributes(void* attr, const void* fn) { return ok("cudaFuncGetAttributes"); }
+cudaError_t cudaDeviceSynchronize(void) { fprintf(stderr, "fake: sync\n"); return ok("cudaDeviceSynchronize"); }
+cudaError_t cudaGetLastError(void) { return ok("cudaGetLastError"); }
+cudaError_t cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t h, unsigned flags) {
+    *p = calloc(1, 1 << 20);
+    fprintf(stderr, "fake: ipc %02x%02x -> %p\n", h.reserved[0], h.reserved[1], *p);
+    return ok("cudaIpcOpenMemHandle");
+}
+cudaError_t cudaIpcCloseMemHandle(void* p) { fprintf(stderr, "fake: ipc close %p\n", p); return ok("cudaIpcCloseMemHandle"); }
+static int events;
+cudaError_t cudaEventCreate(void** e) { *e = (void*)(intptr_t)(0x1000 + ++events); return ok("cudaEventCreate"); }
+cudaError_t cudaEventRecord(void* e, void* stream) {
+    fprintf(stderr, "fake: record %ld stream=%p\n", (long)((intptr_t)e - 0x1000), stream);
+    return ok("cudaEventRecord");
+}
+cudaError_t cudaEventSynchronize(void* e) { fprintf(stderr, "fake: event sync\n"); return ok("cudaEventSynchronize"); }
+cudaError_t cudaEventElapsedTime(float* ms, void* start, void* end) { *ms = 1.25f; return ok("cudaEventElapsedTime"); }
+cudaError_t cudaCtxResetPersistingL2Cache(void) { fprintf(stderr, "fake: l2 reset\n"); return ok("cudaCtxResetPersistingL2Cache"); }
+cudaError_t cudaStreamSetAttribute(void* s, int attr, const void* v) {
+    fprintf(stderr, "fake: window stream=%p attr=%d\n", s, attr);
+    return ok("cudaStreamSetAttribute");
+}
+cudaError_t cudaMemsetAsync(void* p, int value, size_t n, void* stream) {
+    fprintf(stderr, "fake: memset %p 0x%02x %zu\n", p, value, n);
+    return ok("cudaMemsetAsync");
+}
+cudaError_t cudaLaunchKernel(const void* fn, dim3 grid, dim3 block, void** args, size_t shared, void* stream) {
+    if (block.x == 1) {
+        fprintf(stderr, "fake: stamp %p\n", *(void**)args[0]);
+    } else if (stream == CHECK_STREAM) {
+        fprintf(stderr, "fake: check %p 0x%08x %llu salt=%llu out=%p grid=%u block=%u\n", *(void**)args[0],
+                *(uint32_t*)args[1], *(unsigned long long*)args[2], *(unsigned long long*)args[3],
+                *(void**)args[4], grid.x, block.x);
+    } else {
+        fprintf(stderr, "fake: fill %p 0x%08x %llu grid=%u block=%u stream=%p\n", *(void**)args[0],
+                *(uint32_t*)args[1], *(unsigned long long*)args[2], grid.x, block.x, stream);
+    }
+    return ok("cudaLaunchKernel");
+}
