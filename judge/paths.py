@@ -27,6 +27,10 @@ ENV_WORKER_FD = "JUDGE_WORKER_FD"  # a worker's result fd (judge/worker/protocol
 # confinement costs or on a machine that cannot confine; anything else (the default): confined, and
 # a machine that cannot confine fails the run (INTERNAL_ERROR) rather than judge unconfined.
 ENV_CONFINE = "JUDGE_CONFINE"
+# Measuring the sandbox's allow-list, never judging: JUDGE_SECCOMP_LEARN=FILE installs the filter
+# with every refusal turned into a logged notification (judge/worker/native/learn.h); the calls the
+# filter would refuse are appended to FILE and run. Such a run reports `confined: false`.
+ENV_SECCOMP_LEARN = "JUDGE_SECCOMP_LEARN"
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"
 DEFAULT_DB = Path(".judge") / "judge.db"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import paths
-from judge.sandbox import seccomp
+from judge.sandbox import parent, seccomp
 from judge.sandbox.memwatch import MemoryWatch, default_limit
 from judge.worker import native_build, protocol
 from judge.worker.protocol import Op
@@ -99,6 +99,9 @@ class WorkerProcess:
         argv = command(torch)
         # Confinement: a candidate's worker installs the filter at init; why it cannot, if it cannot.
         self.confined = not torch and confine_wanted()
+        self.learn = os.environ.get(paths.ENV_SECCOMP_LEARN, "") if self.confined else ""
+        if not torch:
+            parent.hide_memory()  # the run's secret: no /proc/PARENT/mem for the candidate
         self.unconfinable = seccomp.supported() if self.confined else None
         self.nonce = secrets.token_hex(protocol.NONCE_HEX // 2)
         self.workdir = tempfile.TemporaryDirectory(prefix=f"judge-{role}-")
@@ -142,6 +145,9 @@ class WorkerProcess:
         deadline = time.perf_counter() + timeout_s
         if op == "init" and self.confined:
             args = {**args, "seccomp": self._filter(what)}
+            if self.learn:  # measuring the allow-list: refusals are logged and run (not confined)
+                args["seccomp_learn"] = self.learn
+                self.confined = False
         self._nothing_unasked(what, deadline)
         self._send((json.dumps({"op": op, **args}) + "\n").encode(), deadline, timeout_s, what)
         return self._reply(deadline, timeout_s, what, on_progress)
@@ -152,7 +158,7 @@ class WorkerProcess:
             self.kill()
             raise WorkerFailure("sandbox", f"{what}: this machine cannot confine the candidate's worker: "
                                 f"{self.unconfinable} (set {CONFINE_ENV}=0 to judge without the sandbox)")
-        return seccomp.program(self.proc.pid).hex()  # its own pid: no pid namespace in between
+        return seccomp.program(self.proc.pid, learn=bool(self.learn)).hex()  # its own pid: no pid namespace
 
     # -- the channel --------------------------------------------------------------------------------
     def _send(self, data: bytes, deadline: float, timeout_s: float, what: str) -> None:

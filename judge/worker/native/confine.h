@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "learn.h"
+
 namespace judge_confine {
 
 constexpr uid_t NOBODY = 65534;
@@ -104,8 +106,9 @@ inline void drop_root() {
         throw OsError{"EPERM", "root was not given up: the ids or groups did not change"};
 }
 
-// Steps 2 to 5 of the header's list.
-inline void confine(const std::vector<uint8_t>& program) {
+// Steps 2 to 5 of the header's list. With `learn_log` (JUDGE_SECCOMP_LEARN, measuring the list:
+// learn.h) the filter's refusals are notifications that a supervisor thread logs and lets run.
+inline void confine(const std::vector<uint8_t>& program, const char* learn_log = nullptr) {
     std::vector<sock_filter> prog = filter_from_bytes(program);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -119,6 +122,10 @@ inline void confine(const std::vector<uint8_t>& program) {
     sock_fprog fprog;
     fprog.len = (unsigned short)prog.size();
     fprog.filter = prog.data();
+    if (learn_log) {
+        if (!learn::prepare(learn_log) || !learn::install(&fprog)) throw os_error("the learning filter");
+        return;
+    }
     long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog);
     if (r < 0) throw os_error("seccomp(SECCOMP_SET_MODE_FILTER, TSYNC)");
     if (r > 0)

@@ -260,7 +260,7 @@ class Worker {
 
     void dispatch(const std::string& op, const jsn::Value& cmd) {
         if (op == "init") {
-            only_fields(cmd, {"params", "lib", "seccomp", "baseline"});
+            only_fields(cmd, {"params", "lib", "seccomp", "seccomp_learn", "baseline"});
             init(cmd);
         } else if (op == "map") {
             only_fields(cmd, {"buffers"});
@@ -322,7 +322,8 @@ class Worker {
             throw Failure{"os", e.name, e.text, "loading the library"};
         }
         try {
-            if (prog) judge_confine::confine(filter);
+            const jsn::Value* learn = optional(cmd, "seccomp_learn");
+            if (prog) judge_confine::confine(filter, learn ? text_of(*learn, "seccomp_learn").c_str() : nullptr);
         } catch (const judge_confine::OsError& e) {
             throw Failure{"os", e.name, e.text, "confining the worker"};
         }
