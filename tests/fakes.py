@@ -6,6 +6,7 @@ batches with scripted times, a `call` or a `time_batch` through a hook, and a `W
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import torch
@@ -44,7 +45,7 @@ class FakeWorker:
                  log: Log | None = None, count: Callable[[int], int] | None = None, only: set[str] | None = None,
                  fail: Callable[[str, FakeWorker], WorkerFailure | None] | None = None,
                  on: Callable[[str, dict, FakeWorker], None] | None = None,
-                 not_ready: WorkerFailure | None = None):
+                 not_ready: WorkerFailure | None = None, realtime: bool = False):
         FakeWorker.instances += 1
         self.id = FakeWorker.instances
         self.times = times if callable(times) else (lambda b, i, ms=times: ms)
@@ -52,6 +53,9 @@ class FakeWorker:
         self.count, self.only, self.fail, self.on, self.not_ready = count, only, fail, on, not_ready
         self.ops: list[str] = []
         self.asked: list[int] = []  # k of every timed batch
+        self.rests: list[float] = []  # the rest every timed batch was asked for
+        self.requests: list[tuple[str, float]] = []  # (op, deadline in s) of every request
+        self.realtime, self.waited_s = realtime, 0.0
         self.closed = False
 
     def wait_ready(self) -> dict:
@@ -63,8 +67,10 @@ class FakeWorker:
         if self.only is not None:
             assert op in self.only, op
         self.ops.append(op)
+        self.requests.append((op, timeout_s))
         if op == "time_batch":
             self.asked.append(args["k"])
+            self.rests.append(args.get("rest", 0.0))
             if self.log is not None:
                 self.log.batches.append((self.name, args["k"]))
         if self.fail and (failure := self.fail(op, self)):
@@ -74,7 +80,15 @@ class FakeWorker:
         if op != "time_batch":
             return {}
         n = self.count(args["k"]) if self.count else args["k"]
-        return {"times_ms": [self.times(len(self.asked), i) for i in range(n)]}
+        times = [self.times(len(self.asked), i) for i in range(n)]
+        if self.realtime:
+            busy_s = sum(times) / 1000 * (1 + args.get("rest", 0.0))
+            if busy_s > timeout_s:  # the client kills the worker at the deadline
+                self.waited_s += timeout_s
+                raise WorkerFailure("timeout", f"{what}: no answer within {timeout_s:.1f} s")
+            time.sleep(busy_s)
+            self.waited_s += busy_s
+        return {"times_ms": times}
 
     def close(self):
         self.closed = True

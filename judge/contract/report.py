@@ -59,13 +59,16 @@ class BuildInfo(_M):
 
 
 class Stats(_M):
+    """One target's timing on one shape. The median and its CI are over the timed batches, each
+    sampled as its summed time per call (docs/timing.md); `min_ms` is the fastest single call."""
     median_ms: float
     ci_low_ms: float
     ci_high_ms: float
     min_ms: float
-    samples: int
+    samples: int  # timed calls
     warmup_calls: int
     stop_reason: str  # "noise" | "budget" | "max_samples"
+    batches: int = 0  # timed batches: the median's samples (0 in reports from before they were)
 
     @property
     def ci_halfwidth_rel(self) -> float:

@@ -2,8 +2,10 @@
 
 Per benchmark shape: input slots in the parent's memory, mapped into every worker; the baselines
 timed before and after the candidate, each in its own worker; the candidate's timed batches with
-fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and
-re-checks after (`batch_guards`); the roofline floor; telemetry around the shape.
+fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and a
+stashed call after (`batch_guards`), the stashed calls re-checked once its timing is over
+(judge/engine/stash.py); the roofline floor; telemetry around the shape. A baseline's worker
+killed or stopped from outside is restarted once and its step done again (`on_baseline`).
 
 Each step is a method of `TimedPhase`, so that a later method of timing (a GPU-side hold, early
 stop) or of guarding (trusted timestamps, fingerprints) overrides one step and leaves the rest,
@@ -12,8 +14,8 @@ and `evaluate()`, alone (judge/engine/run.py's `default_phases`).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from judge.contract.events import BenchDone, Event, Stage, Timing
 from judge.contract.report import BaselineTiming, BenchResult, Stats
@@ -22,32 +24,36 @@ from judge.engine import buffers, guards
 from judge.engine.buffers import Slots
 from judge.engine.fresh import FreshBatches, InputsModified
 from judge.engine.outcome import RunFailure
-from judge.engine.roles import Worker, blame, impossible_time
+from judge.engine.roles import Interference, Worker, blame, impossible_time
 from judge.engine.score import drift, drift_flagged, geomean
 from judge.engine.session import Session
+from judge.engine.stash import Stash
 from judge.engine.stats import TimingPolicy
 from judge.engine.timing import ImpossibleTime, time_target
 from judge.gpu import device
-from judge.problem.spec import Workload, workload_id
+from judge.problem.spec import Impl, Workload, workload_id
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
 
-RECHECK_SLOTS = 2  # timed outputs re-checked per shape and target
+RECHECK_SLOTS = 2  # `judge compare`: timed outputs re-checked per shape and side (`recheck_sample`)
 # A median below this fraction of the roofline floor is REJECTED. Not 1: the floor's peaks are
 # the best a copy and cuBLAS were seen to do, and correct kernels come near or past them
 # (cross_entropy's model answer reads at 102.5% of the copy bandwidth: read-only streams beat a
 # copy). Half the floor is out of reach for any correct kernel, and skipped work is not.
 FLOOR_MARGIN = 0.5
+T = TypeVar("T")
+# A step of a baseline on a shape: (its worker, whether that worker was just restarted) -> events.
+Step = Callable[[Worker, bool], Generator[Event, None, T]]
 
 
 class TimedPhase:
     """The candidate timed against the baselines on every benchmark shape, into the report."""
 
     def __call__(self, s: Session) -> Iterator[Event]:
-        self.load_baselines(s)
+        yield from self.load_baselines(s)
         peaks = device.peaks(s.require_gpu())
         env, unit = s.report.environment, s.problem.spec.compute
         env.peak_copy_gbps, env.peak_tflops = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1)
@@ -61,10 +67,35 @@ class TimedPhase:
         if s.problem.baselines:
             s.report.baseline_name = s.problem.baselines[0].name
 
-    def load_baselines(self, s: Session) -> None:
-        for b, w in s.baselines:
-            path, func = s.problem.impl_path(b.impl)
-            s.load(w, {"baseline": {"file": str(path), "func": func}}, f"loading baseline {b.name}", timeout_s=300)
+    def load_baselines(self, s: Session) -> Iterator[Event]:
+        for b, _ in s.baselines:
+            def load(wk: Worker, fresh: bool, b: Impl = b) -> Generator[Event, None, None]:
+                if not fresh:  # a restarted worker is loaded already
+                    self.load_baseline(s, b, wk)
+                yield from ()
+
+            yield from self.on_baseline(s, b, load)
+
+    def load_baseline(self, s: Session, b: Impl, wk: Worker) -> None:
+        path, func = s.problem.impl_path(b.impl)
+        s.load(wk, {"baseline": {"file": str(path), "func": func}}, f"loading baseline {b.name}", timeout_s=300)
+
+    def on_baseline(self, s: Session, b: Impl, step: Step[T]) -> Generator[Event, None, T]:
+        """`step` with baseline `b`'s worker. If that worker is killed or stopped from outside
+        (an `Interference`), `Session.restart` gives a fresh one (the second time in the run it
+        raises the candidate's RUNTIME_ERROR instead), loaded here, and `step` runs again on it."""
+        fresh = False
+        while True:
+            wk = next(w for x, w in s.baselines if x is b)
+            try:
+                if fresh:
+                    self.load_baseline(s, b, wk)
+                return (yield from step(wk, fresh))
+            except Interference as e:
+                if e.worker is not wk:
+                    raise
+                s.restart(e)
+                fresh = True
 
     def shape(self, s: Session, j: int, w: Workload, peaks: device.Peaks) -> Generator[Event, None, BenchResult]:
         """One benchmark shape: baselines before, the candidate, the floor, baselines after."""
@@ -73,27 +104,45 @@ class TimedPhase:
         guards.gate(s, f"benchmark {wid}")
         slots = buffers.make_slots(s, j, w)
         counts = guards.counter(s, f"bench{j}", MAX_CALLS_PER_BATCH)
-        everyone = [s.candidate] + [wk for _, wk in s.baselines]
-        for wk in everyone:
-            buffers.map_slots(s, wk, slots, counts if wk is s.candidate else None)
+        buffers.map_slots(s, s.candidate, slots, counts)
         tel_before = device.telemetry(s.require_gpu().index)
-        before = yield from self.time_baselines(s, wid, "before", len(slots.bufs))
+        before = yield from self.time_baselines(s, wid, "before", slots)
         stats, checked = yield from self.time_candidate(s, j, w, slots, counts)
         floor_ms = self.floor(s, w, stats, peaks)
-        after = yield from self.time_baselines(s, wid, "after", len(slots.bufs))
+        after = yield from self.time_baselines(s, wid, "after", slots)
         tel_after = device.telemetry(s.require_gpu().index)
-        buffers.unmap(s, everyone)
+        yield from self.unmap(s)
         flops, nbytes, med = float(s.problem.flops(w)), float(s.problem.bytes(w)), stats.median_ms
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
                            baselines=sandwich(s, before, after, stats), rechecked_slots=checked,
                            telemetry_before=tel_before, telemetry_after=tel_after)
 
-    def time_baselines(self, s: Session, wid: str, when: str, max_k: int) -> Generator[Event, None, dict[str, Stats]]:
+    def time_baselines(self, s: Session, wid: str, when: str, slots: Slots) -> Generator[Event, None, dict[str, Stats]]:
+        """Each baseline timed on the shape's slots (mapped into its worker "before", and into a
+        restarted one); no more calls per batch than the candidate gets."""
         out = {}
-        for b, wk in s.baselines:
-            out[b.name] = yield from self.time(s, wk, wid, f"{b.name} ({when})", s.opts.baseline_policy, max_k=max_k)
+        for b, _ in s.baselines:
+            def run(wk: Worker, fresh: bool, b: Impl = b) -> Generator[Event, None, Stats]:
+                if when == "before" or fresh:
+                    buffers.map_slots(s, wk, slots)
+                return (yield from self.time(s, wk, wid, f"{b.name} ({when})", s.opts.baseline_policy,
+                                             max_k=len(slots.bufs)))
+
+            out[b.name] = yield from self.on_baseline(s, b, run)
         return out
+
+    def unmap(self, s: Session) -> Iterator[Event]:
+        """Every worker lets go of the shape's buffers (a restarted baseline holds none); the parent
+        frees them."""
+        for b, _ in s.baselines:
+            def unmap(wk: Worker, fresh: bool) -> Generator[Event, None, None]:
+                if not fresh:
+                    s.ask(wk, "unmap", 60, "unmapping buffers")
+                yield from ()
+
+            yield from self.on_baseline(s, b, unmap)
+        buffers.unmap(s, [s.candidate])
 
     def time_candidate(self, s: Session, j: int, w: Workload, slots: Slots,
                        counts: Buffer) -> Generator[Event, None, tuple[Stats, int]]:
@@ -111,14 +160,15 @@ class TimedPhase:
                              "inputs are read-only") from None
 
     def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer) -> FreshBatches:
-        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py)."""
+        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py), with
+        the stash its re-check keeps calls in (judge/engine/stash.py)."""
         wid = workload_id(w)
-        return FreshBatches(len(slots.bufs), RECHECK_SLOTS,
+        return FreshBatches(len(slots.bufs),
                             redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d),
                             changed=lambda ids: inputs_changed(s, slots, ids),
-                            recheck=lambda k: recheck(s, w, slots, k),
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
-                            zero=lambda: guards.zero(s, counts))
+                            zero=lambda: guards.zero(s, counts),
+                            reservoir=Stash(s, j, w, slots).reservoir())
 
     def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,
              **hooks) -> Generator[Event, None, Stats]:
@@ -128,7 +178,7 @@ class TimedPhase:
             return (yield from time_target(worker, policy, s.problem.spec.timeout_s,
                                            lambda n: Timing(wid, target, n), **hooks))
         except WorkerFailure as f:
-            raise blame(worker, f) from None
+            raise blame(worker, f, s.candidate_worker) from None
         except ImpossibleTime as e:
             raise impossible_time(worker, wid, e) from None
 
@@ -175,8 +225,8 @@ def inputs_changed(s: Session, slots: Slots, ids: list[int]) -> str:
 
 
 def recheck(s: Session, w: Workload, slots: Slots, k: int) -> None:
-    """Check slot `k`'s output (of its last timed call) against the reference; a wrong one goes
-    into the report's tests as evidence."""
+    """Check slot `k`'s output (of its last timed call) against the reference, while its inputs are
+    in place (`judge compare`); a wrong one goes into the report's tests as evidence."""
     wid = workload_id(w)
     with guards.memory(s, f"the reference outputs of {wid}"):
         expected = buffers.reference(s, slots.tags[k], w, slots.bufs[k])

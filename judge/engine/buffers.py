@@ -14,6 +14,7 @@ from judge.contract.report import TestCase
 from judge.contract.verdict import Status
 from judge.engine.guards import memory
 from judge.engine.outcome import RunFailure
+from judge.engine.reservoir import fit
 from judge.engine.roles import Worker
 from judge.engine.session import Session
 from judge.problem.spec import Workload, workload_id
@@ -48,10 +49,10 @@ def call_args(s: Session, bufs: dict[str, Buffer], w: Workload) -> list[dict]:
     return out
 
 
-def nbytes(s: Session, w: Workload) -> int:
-    """The bytes of one set of `w`'s tensors."""
+def nbytes(s: Session, w: Workload, outputs: bool = False) -> int:
+    """The bytes of one set of `w`'s tensors (of its outputs only, with `outputs`)."""
     total = 0
-    for p in s.problem.tensors:
+    for p in s.problem.outputs if outputs else s.problem.tensors:
         itemsize: int = p.ctype.element.itemsize  # type: ignore[union-attr]
         total += math.prod(s.problem.shape_of(p.name, w)) * itemsize
     return total
@@ -109,12 +110,14 @@ class Slots:
     outputs: list[list[dict]]
     tags: list[str] = field(default_factory=list)  # per slot: the phase its inputs were drawn under
     sums: list[dict] = field(default_factory=list)  # per slot: input checksums (judge/gpu/integrity.py)
+    stash: int = 1  # timed calls the re-check keeps (judge/engine/reservoir.py); its memory is left free
 
 
 def make_slots(s: Session, j: int, w: Workload) -> Slots:
-    """Benchmark `j`'s input sets: as many as fit in 40% of free memory, up to MAX_SLOTS."""
+    """Benchmark `j`'s input sets: up to MAX_SLOTS, as many as fit in 40% of free memory beside the
+    re-check's stash (its kept calls' outputs and a scratch set, `reservoir.fit`)."""
     free, _ = s.torch.cuda.mem_get_info()
-    n_slots = max(1, min(MAX_SLOTS, int(SLOTS_MEMORY_FRACTION * free // max(nbytes(s, w), 1))))
+    n_slots, stash = fit(SLOTS_MEMORY_FRACTION * free, nbytes(s, w), nbytes(s, w, outputs=True), MAX_SLOTS)
     tags = [f"bench{j}.{k}" for k in range(n_slots)]
     slots = []
     for tag in tags:
@@ -126,7 +129,7 @@ def make_slots(s: Session, j: int, w: Workload) -> Slots:
     args = [call_args(s, bufs, w) for bufs in slots]
     outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes, "dtype": bufs[p.name].dtype}
              for p in s.problem.outputs] for bufs in slots]
-    return Slots(slots, wire, args, outs, tags=tags, sums=[{} for _ in range(n_slots)])
+    return Slots(slots, wire, args, outs, tags=tags, sums=[{} for _ in range(n_slots)], stash=stash)
 
 
 def map_slots(s: Session, worker: Worker, slots: Slots, counts: Buffer | None = None) -> None:

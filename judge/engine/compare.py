@@ -3,8 +3,9 @@
 Both are built in one ninja run and checked on the test workloads by the pipeline itself
 (`evaluate`, test mode); a wrong one ends the comparison with its verdict. Then, on every
 benchmark shape, both workers map the same input slots and are timed interleaved: after each
-one's warm-up, batches alternate A B, B A, A B, ... (the same L2 flush, poisoning and rest as
-`judge submit`, judge/engine/timing.py's `Timer`), until each target's stopping rule says stop. Each
+one's warm-up, batches alternate A B, B A, A B, ... (the same L2 flush, poisoning, rest, per-call
+deadline and statistic, one sample per batch, as `judge submit`: judge/engine/timing.py's `Timer`),
+until each target's stopping rule says stop. Each
 target's outputs are then re-checked (one more batch over every slot, two slots checked).
 The verdict per shape is `score.compare_verdict` (docs/timing.md): FASTER / SLOWER / SAME /
 AMBIGUOUS, of B against A.
@@ -18,6 +19,7 @@ import secrets
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -135,14 +137,14 @@ def _check(problem: Problem, label: str, source: Path, opts: Options):
 
 def interleave(timers: list[Timer], step: Callable[[Timer], object]) -> Iterator[int]:
     """Batches of the warmed-up timers in turn, A B, B A, A B, ... (no side always first), each
-    until its stopping rule says stop; yields the samples taken so far after every round."""
+    until its stopping rule says stop; yields the timed calls so far after every round."""
     rounds = 0
     while any(t.reason is None for t in timers):
         for t in timers if rounds % 2 == 0 else timers[::-1]:
             if t.reason is None:
                 step(t)
         rounds += 1
-        yield sum(len(t.samples) for t in timers)
+        yield sum(len(t.calls) for t in timers)
 
 
 def time_pair(s: Session, built: list[Prepared], result: Comparison,
@@ -200,8 +202,13 @@ class Interleaved:
                                ratio_high=high, verdict=compare_verdict(stats[1], stats[0]))
 
     def check_outputs(self, s: Session, j: int, w: Workload, slots: Slots, timer: Timer) -> None:
-        """Every slot gets this target's output (one more batch), two are checked."""
-        guarded(timer, workload_id(w), lambda: timer.batch(len(slots.bufs)))
+        """Every slot gets this target's output (one more batch, split as the deadline needs: `fit`),
+        two are checked."""
+        left = len(slots.bufs)
+        while left:
+            k = timer.fit(left)
+            guarded(timer, workload_id(w), partial(timer.batch, k))
+            left -= k
         try:
             for k in benchmarks.recheck_sample(len(slots.bufs)):
                 self.recheck(s, j, w, slots, k)

@@ -6,33 +6,33 @@ most one call per slot. Before each timed batch the parent re-draws the inputs o
 slots that batch will use (a new tag per draw, from the run's secret), so no timed call sees
 inputs that an earlier call saw: an answer cached by pointer or by content is wrong. After the
 batch, while its inputs are still in place, the parent checks that the inputs are unchanged
-(checksums), reads the completeness counts, and, at random batches the worker cannot foresee,
-re-checks one of the batch's outputs against the reference.
+(checksums), reads the completeness counts, and stashes one of the batch's calls for the
+re-check (judge/engine/reservoir.py: the same copy after every batch, so the candidate cannot
+tell which calls will be checked); `finish()` re-checks the stashed calls once the target's
+timing is over.
 """
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 
-RECHECK_CHANCE = 0.25  # per timed batch, until the shape's re-check quota is spent
+from judge.engine.reservoir import Reservoir
 
 
 class FreshBatches:
     """Hooks for judge/engine/timing.py's `time_target`: `before(k)`, `after(k)`, `after_warmup()`.
     `redraw(ids, draw)` fills slots `ids`; `changed(ids)` names a modified input or returns "";
-    `recheck(slot)` raises on a wrong output; `counts(k)` raises on an incomplete one."""
+    `counts(k)` raises on an incomplete output; `reservoir` stashes a call of every timed batch
+    and re-checks the ones it kept in `finish()`."""
 
-    def __init__(self, n_slots: int, quota: int, redraw: Callable[[list[int], int], None],
-                 changed: Callable[[list[int]], str], recheck: Callable[[int], None],
-                 counts: Callable[[int], None], zero: Callable[[], None]):
-        self.n, self.quota = n_slots, quota
-        self.redraw, self.changed, self.recheck, self.counts, self.zero = redraw, changed, recheck, counts, zero
+    def __init__(self, n_slots: int, redraw: Callable[[list[int], int], None],
+                 changed: Callable[[list[int]], str], counts: Callable[[int], None], zero: Callable[[], None],
+                 reservoir: Reservoir):
+        self.n = n_slots
+        self.redraw, self.changed, self.counts, self.zero = redraw, changed, counts, zero
+        self.reservoir = reservoir
         self.calls = 0  # calls so far, warm-up included: the worker's next slot is calls % n
         self.timed = False
         self.draws = 0
-        self.rechecked = 0
-        self.last: list[int] = []  # the slots of the last timed batch
-        self.rng = secrets.SystemRandom()
 
     def ids(self, k: int) -> list[int]:
         return [(self.calls + i) % self.n for i in range(k)]
@@ -52,25 +52,15 @@ class FreshBatches:
             return
         if modified := self.changed(ids):
             raise InputsModified(modified)
-        self.last = ids
-        if self.rechecked < self.quota and self.rng.random() < RECHECK_CHANCE:
-            self._recheck(self.rng.choice(ids))
+        self.reservoir.add(ids)
 
     def after_warmup(self) -> None:
         self.timed = True
 
     def finish(self) -> int:
-        """Top the re-checks up to the quota from the last batch (its inputs are still in place);
-        returns how many timed outputs were re-checked in all."""
-        pool = list(self.last)
-        self.rng.shuffle(pool)
-        while self.rechecked < self.quota and pool:
-            self._recheck(pool.pop())
-        return self.rechecked
-
-    def _recheck(self, slot: int) -> None:
-        self.rechecked += 1
-        self.recheck(slot)
+        """Once the target's timing is over: re-check the stashed calls (raises on a wrong one);
+        returns how many timed outputs were re-checked."""
+        return self.reservoir.check()
 
 
 class InputsModified(Exception):

@@ -6,11 +6,17 @@ missed is TIMEOUT, a reply without the run's nonce (tampering with the result ch
 anything else RUNTIME_ERROR: a crash (a system call the sandbox refused among them), an error the
 worker reports, and a malformed reply (the output of the candidate's own process: over the caps,
 not JSON, nested too deep, of the wrong shape). A baseline's is the judge's own (INTERNAL_ERROR),
-and so is a machine that cannot confine a candidate (kind "sandbox", found by the parent). A
-labelled worker's failure names its side.
+and so is a machine that cannot confine a candidate (kind "sandbox", found by the parent); but for
+what may come from outside its process while the run's candidate worker exists (`from_outside`:
+killed by a signal the judge did not send, or silent past its deadline, which a SIGSTOP does).
+The sandbox refuses the candidate signals to other processes, so this is the second line: such a
+failure is an `Interference`: the judge restarts that baseline's worker once and times it again
+(judge/engine/benchmarks.py, `Session.restart`); a second one in the run is the candidate's
+RUNTIME_ERROR (`interfered`). A labelled worker's failure names its side.
 """
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from judge.contract.verdict import Status
@@ -42,10 +48,40 @@ def is_candidate(worker: Worker) -> bool:
     return worker.role == CANDIDATE
 
 
-def blame(worker: Worker, failure: WorkerFailure | RunFailure) -> RunFailure:
-    """The verdict for `failure` of (or, for a RunFailure, found in the output of) `worker`."""
+class Interference(RunFailure):
+    """A baseline's failure that may be the candidate's doing (`from_outside`). Its status and
+    message are the judge's INTERNAL_ERROR, as before; `worker` is the baseline's, `how` says what
+    happened to it ("was killed by SIGKILL")."""
+
+    def __init__(self, worker: Worker, how: str, failure: RunFailure):
+        super().__init__(failure.status, failure.message, failure.culprit)
+        self.worker, self.how = worker, how
+
+
+_SIGNAL = re.compile(r"killed by (SIG[A-Z0-9+]+|\d+)")
+
+
+def from_outside(f: WorkerFailure) -> str | None:
+    """What happened to a worker, when another process could have done it: killed by a signal
+    (the judge's own kills end in other kinds, "timeout" or "malformed", and the memory watch's
+    names its limit, not a signal) or no answer before the deadline (stopped); None for what a
+    worker reports or does itself (a Python or CUDA error, an exit status, a malformed reply)."""
+    if f.kind == "timeout":
+        return "stopped answering (no reply before its deadline)"
+    if f.kind == "crash" and (m := _SIGNAL.search(f.message)):
+        return f"was killed by {m.group(1)}"
+    return None
+
+
+def blame(worker: Worker, failure: WorkerFailure | RunFailure, rival: Worker | None = None) -> RunFailure:
+    """The verdict for `failure` of (or, for a RunFailure, found in the output of) `worker`.
+    `rival`: the run's candidate worker, if it has one; a baseline's failure that it may have
+    caused is then an `Interference`."""
     if isinstance(failure, WorkerFailure):
-        failure = _worker_failure(worker, failure)
+        verdict = _worker_failure(worker, failure)
+        if rival is not None and not is_candidate(worker) and (how := from_outside(failure)):
+            return Interference(worker, how, verdict)
+        failure = verdict
     if not worker.label:
         return failure
     return RunFailure(failure.status, f"{worker.label}: {failure.message}", culprit=worker.label)
@@ -62,6 +98,12 @@ def _worker_failure(worker: Worker, f: WorkerFailure) -> RunFailure:
     if f.kind == "protocol":
         return RunFailure(Status.REJECTED, f"result channel: {detail}")
     return RunFailure(Status.RUNTIME_ERROR, detail)  # crash, cuda, python, os, malformed
+
+
+def interfered(e: Interference) -> RunFailure:
+    """The candidate's verdict for a baseline worker that ended from outside a second time."""
+    return RunFailure(Status.RUNTIME_ERROR, f"the {e.worker.role} worker {e.how} while the candidate's worker was "
+                      f"running, again after the judge restarted it: {e.message}")
 
 
 def impossible_time(worker: Worker, where: str, why: object) -> RunFailure:

@@ -19,7 +19,7 @@ from judge.contract.events import Event
 from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.engine.outcome import RunFailure
-from judge.engine.roles import CANDIDATE, Worker, blame
+from judge.engine.roles import CANDIDATE, Interference, Worker, blame, from_outside, interfered
 from judge.engine.stats import TimingPolicy
 from judge.gpu import device
 from judge.problem.spec import Impl, Problem
@@ -83,6 +83,7 @@ class Session:
         self.rt: Runtime | None = None
         self.buffers: DeviceBuffers | None = None
         self.called = False  # has a candidate run solve() yet (who is to blame for an OOM)
+        self.restarted: set[str] = set()  # roles of the baselines whose worker was restarted (`restart`)
 
     # -- what the parts read ----------------------------------------------------------------------
     @property
@@ -124,14 +125,30 @@ class Session:
         try:
             return worker.request(op, timeout_s, what, **args)
         except WorkerFailure as f:
-            raise blame(worker, f) from None
+            raise blame(worker, f, self.candidate_worker) from None
 
     def ready(self, worker: Worker, what: str) -> None:
-        """A worker that does not start is the judge's problem, whoever's code it was to run."""
+        """A worker that does not start is the judge's problem, whoever's code it was to run; but a
+        baseline's killed or stopped beside a candidate's worker is an `Interference`."""
         try:
             worker.wait_ready()
         except WorkerFailure as f:
-            raise RunFailure(Status.INTERNAL_ERROR, f"{what}: {f.message}\n{f.log_tail}") from None
+            failure = RunFailure(Status.INTERNAL_ERROR, f"{what}: {f.message}\n{f.log_tail}")
+            how = from_outside(f) if self.candidate_worker is not None and worker.role != CANDIDATE else None
+            raise (Interference(worker, how, failure) if how else failure) from None
+
+    def restart(self, e: Interference) -> Worker:
+        """A fresh worker (started, not loaded) for the baseline whose worker `e` ended from outside,
+        in its place in `baselines`; once per baseline and run: the second time, the candidate's
+        RUNTIME_ERROR (roles.py's `interfered`)."""
+        old = e.worker
+        if old.role in self.restarted:
+            raise interfered(e) from None
+        self.restarted.add(old.role)
+        old.close()
+        new = self.spawn(old.role, torch=True, label=old.label)
+        self.baselines = [(b, new if w is old else w) for b, w in self.baselines]
+        return new
 
     def load(self, worker: Worker, load: dict, what: str = "loading the library", timeout_s: float = 30) -> None:
         """Start-up, then `init` with the problem's parameters and the library (or baseline) to load.

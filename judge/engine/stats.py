@@ -2,6 +2,11 @@
 interval, and the adaptive stopping rule. Pure Python (no torch, no pydantic at import): the
 tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
 worker only times the batches it is asked for.
+
+A sample is one timed batch: its summed GPU time divided by its calls (`batch_sample`). Within a
+batch the calls' inputs are all in place before its first call, so a first call can compute every
+answer and leave the others a copy: a per-call median would see the copies, the batch's total
+cannot be lowered by moving work between its calls.
 """
 from __future__ import annotations
 
@@ -19,8 +24,9 @@ if TYPE_CHECKING:  # stays light to import (no pydantic)
 @dataclass(frozen=True)
 class TimingPolicy:
     noise: float = 0.005  # stop when the 95% CI half-width of the median is within this fraction
-    min_samples: int = 20
-    max_samples: int = 5000
+    min_samples: int = 20  # timed calls before the noise target may stop the loop
+    min_batches: int = 10  # and batch samples: the median and its CI are over batches
+    max_samples: int = 5000  # timed calls: the loop stops there ("max_samples")
     budget_s: float = 2.0  # GPU time spent in timed calls for one target on one shape
     # GPU time in timed calls before the noise target may stop the loop. The CI of the median
     # assumes independent samples, but the clock follows the board's power management over
@@ -53,20 +59,26 @@ def median_ci(samples: list[float], z: float = 1.96) -> tuple[float, float]:
     return s[lo], s[max(lo, hi)]
 
 
-def summarize(samples: list[float], warmup_calls: int, stop_reason: str) -> Stats:
+def batch_sample(times: list[float]) -> float:
+    """A timed batch's sample: its summed time per call (ms)."""
+    return sum(times) / len(times)
+
+
+def summarize(samples: list[float], calls: list[float], warmup_calls: int, stop_reason: str) -> Stats:
+    """`samples`: one per timed batch (`batch_sample`); `calls`: every timed call's time."""
     from judge.contract.report import Stats
 
     lo, hi = median_ci(samples)
-    return Stats(median_ms=median(samples), ci_low_ms=lo, ci_high_ms=hi, min_ms=min(samples),
-                 samples=len(samples), warmup_calls=warmup_calls, stop_reason=stop_reason)
+    return Stats(median_ms=median(samples), ci_low_ms=lo, ci_high_ms=hi, min_ms=min(calls),
+                 samples=len(calls), batches=len(samples), warmup_calls=warmup_calls, stop_reason=stop_reason)
 
 
-def stop_reason(samples: list[float], spent_s: float, policy: TimingPolicy) -> str | None:
-    """Why to stop now, or None to go on."""
+def stop_reason(samples: list[float], calls: int, spent_s: float, policy: TimingPolicy) -> str | None:
+    """Why to stop now, or None to go on. `samples`: one per timed batch; `calls`: timed calls."""
     n = len(samples)
-    if n >= policy.max_samples:
+    if calls >= policy.max_samples:
         return "max_samples"
-    if n >= policy.min_samples and spent_s >= min(policy.min_time_s, policy.budget_s):
+    if n >= policy.min_batches and calls >= policy.min_samples and spent_s >= min(policy.min_time_s, policy.budget_s):
         lo, hi = median_ci(samples)
         m = median(samples)
         if m > 0 and (hi - lo) / 2 / m <= policy.noise:
@@ -81,6 +93,16 @@ def batch_size(per_call_ms: float, policy: TimingPolicy) -> int:
     return max(1, min(MAX_CALLS_PER_BATCH, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
 
 
-def warmup_count(first_ms: float, policy: TimingPolicy) -> int:
-    """How many more warm-up calls after a first one that took `first_ms`."""
-    return max(policy.min_warmup_calls - 1, math.ceil(policy.warmup_ms / max(first_ms, 1e-3)) - 1)
+MIN_CALL_MS = 1e-3  # a call counts at least this much towards the warm-up (bounds its length)
+
+
+def warmup_left(warm: list[float], policy: TimingPolicy) -> int:
+    """How many more warm-up calls after `warm` (the warm-up's times so far, in order): at least
+    `min_warmup_calls` in all and `warmup_ms` of time, each call counted as at least MIN_CALL_MS,
+    the calls still missing estimated at the median of the last three."""
+    done = sum(max(t, MIN_CALL_MS) for t in warm)
+    calls = max(0, policy.min_warmup_calls - len(warm))
+    if done >= policy.warmup_ms:
+        return calls
+    recent = max(median(warm[-3:]), MIN_CALL_MS) if warm else MIN_CALL_MS
+    return max(calls, math.ceil((policy.warmup_ms - done) / recent))

@@ -3,21 +3,33 @@
 The worker times the calls it is told to (events around each call, L2 flushed and outputs
 poisoned before each); the parent decides when to stop, and bounds every batch's reported GPU
 time by its own wall clock: time that does not fit is tampering.
+
+Deadlines are per call, whatever the batch: every `time_batch` request must answer within the
+problem's `timeout_s` plus DEADLINE_SLACK_S, and batches are sized so that an honest one stays
+within BATCH_SHARE of `timeout_s` (calls and rests together, at the costliest call of the last
+few batches). A call that stalls is a TIMEOUT about `timeout_s` after its batch began, never a
+deadline grown with a batch that fast first calls made large; the warm-up's batches grow by
+WARMUP_GROWTH at most.
 """
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Generator
 from typing import TypeVar
 
 from judge.contract.report import Stats
 from judge.engine.roles import Worker
-from judge.engine.stats import TimingPolicy, batch_size, stop_reason, summarize, warmup_count
+from judge.engine.stats import TimingPolicy, batch_sample, batch_size, stop_reason, summarize, warmup_left
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
 WALL_SLACK_MS = 1.0
 REST_PER_CALL_MS = 0.5  # calls at least this long rest after each call, shorter ones per batch
+DEADLINE_SLACK_S = 2.0  # a time_batch request's deadline: timeout_s (one call) + this
+BATCH_SHARE = 0.5  # an honest batch's calls and rests fit in this share of timeout_s
+WARMUP_GROWTH = 4  # each warm-up batch has at most this many times the calls of the one before
+COST_BATCHES = 3  # a call's cost: the most seen in this many last batches (a slow first call passes)
 T = TypeVar("T")
 
 
@@ -33,26 +45,45 @@ class Timer:
                  before_batch: Callable[[int], object] | None = None,
                  after_batch: Callable[[int], object] | None = None, max_k: int | None = None):
         """`before_batch(k)` and `after_batch(k)` run in the parent around every batch (warm-up
-        included): the pipeline clears and reads the completeness counts there, and re-draws the
-        inputs. `max_k` caps the calls per batch after the warm-up (the pipeline's input slots:
-        with one fresh draw per batch, no timed call sees inputs an earlier call saw)."""
+        included): the pipeline clears and reads the completeness counts there, re-draws the
+        inputs and stashes a call for the re-check. `max_k` caps the calls per batch after the
+        warm-up (the pipeline's input slots: with one fresh draw per batch, no timed call sees
+        inputs an earlier call saw)."""
         self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
         self.before_batch, self.after_batch, self.max_k = before_batch, after_batch, max_k
         self.per_call = False  # becomes True once the warm-up shows long calls
         self.warm: list[float] = []
-        self.samples: list[float] = []
+        self.samples: list[float] = []  # one per timed batch: its summed time per call
+        self.calls: list[float] = []  # every timed call's time
         self.spent_s = 0.0
+        self.costs: deque[float] = deque(maxlen=COST_BATCHES)  # per batch: its costliest call (ms)
         self.k = 1
         self.reason: str | None = None
 
+    @property
+    def deadline_s(self) -> float:
+        """Every time_batch request's deadline, whatever its calls."""
+        return self.timeout_s + DEADLINE_SLACK_S
+
+    def fit(self, k: int) -> int:
+        """At most `k` calls, and few enough that the batch, at the costliest call of the last
+        COST_BATCHES batches (its rest and the batch's overheads included), stays within
+        BATCH_SHARE of timeout_s; 1 before anything was timed, and at least 1. Only an honest
+        batch's fate depends on it: the deadline is per call whatever k is."""
+        cost_ms = max(self.costs, default=0.0)
+        if cost_ms <= 0:
+            return 1
+        return max(1, min(k, int(BATCH_SHARE * self.timeout_s * 1000 / cost_ms)))
+
     def batch(self, k: int) -> list[float]:
-        """k timed calls in the worker; their times, bounded by the parent's wall clock."""
-        policy = self.policy
+        """k timed calls in the worker; their times, bounded by the parent's wall clock. A batch of
+        one call rests in the parent, after the reply: its request holds the call alone."""
+        rest = self.policy.rest
         if self.before_batch:
             self.before_batch(k)
         t0 = time.perf_counter()
-        reply = self.worker.request("time_batch", (self.timeout_s * k) * (1 + policy.rest) + 30,
-                                    "timing solve()", k=k, rest=policy.rest, per_call=self.per_call)
+        reply = self.worker.request("time_batch", self.deadline_s, "timing solve()", k=k,
+                                    rest=rest if k > 1 else 0.0, per_call=self.per_call)
         wall_ms = (time.perf_counter() - t0) * 1000
         times = [float(x) for x in reply.get("times_ms", [])]
         if len(times) != k or any(not (t >= 0) for t in times):
@@ -60,31 +91,37 @@ class Timer:
         if sum(times) > wall_ms + WALL_SLACK_MS:
             raise ImpossibleTime(f"the worker reported {sum(times):.3f} ms of GPU time for a batch "
                                  f"that took {wall_ms:.3f} ms of wall time")
+        self.costs.append(max(max(times) * (1 + rest), wall_ms / k))
+        if k == 1 and rest > 0:
+            time.sleep(times[0] * rest / 1000)
         if self.after_batch:
             self.after_batch(k)
         return times
 
     def warm_up(self) -> None:
+        """1 call, then batches that grow by WARMUP_GROWTH (within `fit`) until the warm-up's
+        calls and time are done (`stats.warmup_left`)."""
         self.warm = self.batch(1)
-        more = warmup_count(self.warm[0], self.policy)
-        while more > 0:
-            self.warm += self.batch(min(more, MAX_CALLS_PER_BATCH))
-            more -= MAX_CALLS_PER_BATCH
+        k = 1
+        while (more := warmup_left(self.warm, self.policy)) > 0:
+            k = self.fit(min(k * WARMUP_GROWTH, more, MAX_CALLS_PER_BATCH))
+            self.warm += self.batch(k)
         call_ms = sorted(self.warm[-3:])[len(self.warm[-3:]) // 2]
         self.per_call = call_ms >= REST_PER_CALL_MS
         self.k = min(batch_size(call_ms, self.policy), self.max_k or MAX_CALLS_PER_BATCH)
 
     def step(self) -> str | None:
-        """One batch of samples; the stopping rule's reason to stop now, or None to go on."""
-        times = self.batch(min(self.k, self.policy.max_samples - len(self.samples)))
-        self.samples += times
+        """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on."""
+        times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
+        self.samples.append(batch_sample(times))
+        self.calls += times
         self.spent_s += sum(times) / 1000
-        self.reason = stop_reason(self.samples, self.spent_s, self.policy)
+        self.reason = stop_reason(self.samples, len(self.calls), self.spent_s, self.policy)
         return self.reason
 
     def stats(self) -> Stats:
         assert self.reason is not None, "stats() before the stopping rule said stop"
-        return summarize(self.samples, len(self.warm), self.reason)
+        return summarize(self.samples, self.calls, len(self.warm), self.reason)
 
 
 def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,
@@ -92,14 +129,14 @@ def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,
                 after_batch: Callable[[int], object] | None = None,
                 after_warmup: Callable[[], object] | None = None,
                 max_k: int | None = None) -> Generator[T, None, Stats]:
-    """Yields progress events (whatever `progress(n)` makes); returns the Stats. `after_warmup()`
-    runs between the warm-up and the first timed batch."""
+    """Yields progress events (whatever `progress(n)` makes, n: timed calls so far); returns the
+    Stats. `after_warmup()` runs between the warm-up and the first timed batch."""
     timer = Timer(worker, policy, timeout_s, before_batch, after_batch, max_k)
     timer.warm_up()
     if after_warmup:
         after_warmup()
     while True:
         reason = timer.step()
-        yield progress(len(timer.samples))
+        yield progress(len(timer.calls))
         if reason:
             return timer.stats()

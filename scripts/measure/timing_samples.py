@@ -3,9 +3,10 @@
     python3 scripts/measure/timing_samples.py OUT.jsonl submit problems/hgemm SOLUTION.cu --json
 
 Appends one JSON line per timed target (in the order timed: each shape's baselines before, the
-candidate, the baselines after) with the warm-up count and the samples in the order they were
-taken, so run-to-run differences can be traced to slots, drift or outliers. The judge itself
-is unchanged; this wraps its summary function.
+candidate, the baselines after) with the warm-up count, the samples (one per timed batch: its
+time per call) and every timed call's time, in the order they were taken, so run-to-run
+differences can be traced to slots, drift or outliers. The judge itself is unchanged; this wraps
+its summary function.
 """
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ out_path = sys.argv[1]
 _summarize = timing.summarize
 
 
-def keep(samples, warmup_calls, stop_reason):
+def keep(samples, calls, warmup_calls, stop_reason):
     with open(out_path, "a") as f:
-        f.write(json.dumps({"warmup": warmup_calls, "stop": stop_reason, "samples": samples}) + "\n")
-    return _summarize(samples, warmup_calls, stop_reason)
+        f.write(json.dumps({"warmup": warmup_calls, "stop": stop_reason, "samples": samples, "calls": calls}) + "\n")
+    return _summarize(samples, calls, warmup_calls, stop_reason)
 
 
 timing.summarize = keep

@@ -125,11 +125,11 @@ def test_existing_callers_unchanged():
 
 def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
     log = Log()
-    policy = TimingPolicy(min_samples=20, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
+    policy = TimingPolicy(min_samples=20, min_batches=10, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0)
     fast = Timer(FakeWorker(0.001, name="A", log=log, only={"time_batch"}), policy, 1.0)
     slow = Timer(FakeWorker(0.002, name="B", log=log, only={"time_batch"}),
-                 TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001,
-                                                          budget_s=10, min_time_s=0.0), 1.0)
+                 TimingPolicy(min_samples=40, min_batches=20, warmup_ms=0.0, batch_s=0.00001,
+                              budget_s=10, min_time_s=0.0), 1.0)
     for t in (fast, slow):
         t.warm_up()
     log.batches.clear()
@@ -140,8 +140,9 @@ def test_interleave_alternates_and_stops_each_target_on_its_own_rule():
     assert len(slow.samples) > len(fast.samples)
     a_done = max(i for i, n in enumerate(order) if n == "A")
     assert all(n == "B" for n in order[a_done + 1:])  # a stopped target takes no more batches
-    assert counts == sorted(counts) and counts[-1] == len(fast.samples) + len(slow.samples)
-    assert fast.stats().median_ms == 0.001 and slow.stats().median_ms == 0.002
+    assert counts == sorted(counts) and counts[-1] == len(fast.calls) + len(slow.calls)
+    assert fast.stats().median_ms == pytest.approx(0.001) and slow.stats().median_ms == pytest.approx(0.002)
+    assert fast.stats().batches == len(fast.samples) and fast.stats().samples == len(fast.calls)
 
 
 def test_interleave_propagates_a_step_failure():

@@ -10,7 +10,7 @@ from fakes import GPU, PEAKS, CpuSolver, FakeInterleaved, FakeWorker, Log, cpu_s
 from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
 from judge.engine import compare as comparing
-from judge.engine import correctness, guards
+from judge.engine import correctness, guards, reservoir
 from judge.engine.benchmarks import TimedPhase
 from judge.engine.compare import Comparison
 from judge.engine.outcome import RunFailure
@@ -148,7 +148,8 @@ def test_timed_shape_on_the_cpu(vector_add):
     s.candidate = FakeWorker(0.002, on=CpuSolver(s))
     s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"), on=CpuSolver(s)))]
     r = drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
-    assert r.workload == "n=1000" and r.stats.median_ms == 0.002 and r.rechecked_slots == 2
+    assert r.workload == "n=1000" and r.stats.median_ms == 0.002 and r.stats.batches >= 5
+    assert r.rechecked_slots == min(reservoir.MAX_STASH, r.stats.batches)  # memory for all 8 kept calls
     assert [b.speedup for b in r.baselines] == [pytest.approx(2.0)]
     assert s.candidate.ops[:2] == ["map", "prepare"] and s.candidate.ops[-1] == "unmap" and not s.buffers.buffers
 
@@ -188,14 +189,18 @@ def test_a_median_under_half_the_roofline_floor_is_rejected(vector_add):
 
 # -- a baseline -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("op", ["init", "time_batch"])
+OWN = [k for k in KINDS if k != "timeout"]  # what a worker does itself ("crash": no signal named)
+
+
+@pytest.mark.parametrize("kind", OWN)
+@pytest.mark.parametrize("op", ["init", "map", "time_batch", "unmap"])
 def test_baseline_failing_is_an_internal_error(vector_add, kind, op):
     s = cpu_session(vector_add, mode="submit", policy=QUICK, baseline_policy=QUICK)
     s.candidate = FakeWorker(on=CpuSolver(s))
     s.baselines = [(vector_add.baselines[0], FakeWorker(role=baseline_role("torch"), fail=fails_on(op, failure(kind))))]
+    s.spawn = lambda *a, **k: pytest.fail("restarted a baseline for its own failure")
     with pytest.raises(RunFailure) as info:
-        TimedPhase().load_baselines(s)
+        drive(TimedPhase().load_baselines(s))
         drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
     assert info.value.status == Status.INTERNAL_ERROR and info.value.message.startswith("baseline torch: ")
 
@@ -300,3 +305,141 @@ def test_incomplete_outputs_are_rejected(vector_add):
     assert info.value.status == Status.REJECTED and "5 element(s)" in info.value.message
     guards.zero(s, counts)
     assert int(counts.tensor.sum()) == 0 and counts.tensor.dtype == torch.int64
+
+
+# -- a baseline killed or stopped from outside (the candidate runs as the same user) ----------------
+
+KILLED = {"SIGKILL": WorkerFailure("crash", "timing solve(): the worker was killed by SIGKILL", "tail\n"),
+          "SIGTERM": WorkerFailure("crash", "mapping buffers: the worker was killed by SIGTERM"),
+          "SIGSTOP": WorkerFailure("timeout", "timing solve(): no answer within 12.0 s")}
+
+
+def restartable(vector_add, spares, **opts):
+    """A submit session with a candidate and a baseline (`s.baselines[0][1]`, to be set); `spawn`
+    hands out `spares` in turn and records what it was asked."""
+    s = cpu_session(vector_add, mode="submit", policy=QUICK, baseline_policy=QUICK, **opts)
+    s.candidate = FakeWorker(0.002, on=CpuSolver(s))
+    spawned, pool = [], iter(spares)
+
+    def spawn(role, torch=False, label=""):
+        spawned.append((role, torch, label))
+        w = next(pool)
+        w.role, w.label = role, label
+        s.workers.append(w)
+        return w
+
+    s.spawn = spawn
+    return s, spawned
+
+
+@pytest.mark.parametrize("how", sorted(KILLED))
+@pytest.mark.parametrize("op, after", [("init", 0), ("map", 0), ("time_batch", 0), ("time_batch", 6),
+                                       ("unmap", 0)])
+def test_a_baseline_killed_from_outside_is_restarted_once_and_timed_again(vector_add, how, op, after):
+    s, spawned = restartable(vector_add, [FakeWorker(0.004, on=None)])
+    old = FakeWorker(0.004, role=baseline_role("torch"), fail=fails_on(op, KILLED[how], after=after))
+    s.baselines = [(vector_add.baselines[0], old)]
+    drive(TimedPhase().load_baselines(s))
+    r = drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    new = s.baselines[0][1]
+    assert new is not old and old.closed and spawned == [(baseline_role("torch"), True, "")]
+    assert new.ops[0] == "init" and r.baselines[0].speedup == pytest.approx(2.0)
+    if op in ("map", "time_batch") and not (op == "time_batch" and after):  # killed before its first timing
+        assert new.ops[1:3] == ["map", "prepare"] and "time_batch" in new.ops
+    if op == "unmap":
+        assert "unmap" not in new.ops and "time_batch" not in new.ops  # nothing mapped, nothing to time again
+    assert s.restarted == {baseline_role("torch")}
+
+
+@pytest.mark.parametrize("how", sorted(KILLED))
+def test_a_baseline_killed_from_outside_twice_is_the_candidates_runtime_error(vector_add, how):
+    again = FakeWorker(0.004, fail=fails_on("time_batch", KILLED[how]))
+    s, _ = restartable(vector_add, [again])
+    s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"),
+                                                        fail=fails_on("time_batch", KILLED[how], after=2)))]
+    drive(TimedPhase().load_baselines(s))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    f = info.value
+    assert f.status == Status.RUNTIME_ERROR and f.culprit is None
+    what = "was killed by " + how if how != "SIGSTOP" else "stopped answering"
+    assert f.message.startswith(f"the baseline torch worker {what}"), f.message
+    assert "while the candidate's worker was running, again after the judge restarted it: baseline torch: " in f.message
+
+
+def test_one_restart_per_baseline_and_run(vector_add):
+    """Killed once on the first shape (restarted), once more on the second: the candidate's."""
+    spare = FakeWorker(0.004, fail=lambda op, w: KILLED["SIGKILL"] if op == "time_batch" and w.ops.count("map") == 2
+                       else None)
+    s, _ = restartable(vector_add, [spare])
+    s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"),
+                                                        fail=fails_on("time_batch", KILLED["SIGKILL"], after=1)))]
+    drive(TimedPhase().load_baselines(s))
+    drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 1, {"n": 2000}, PEAKS))
+    assert info.value.status == Status.RUNTIME_ERROR and "SIGKILL" in info.value.message
+
+
+@pytest.mark.parametrize("failure_", [
+    WorkerFailure("crash", "timing solve(): the worker exited with status 1"),
+    WorkerFailure("crash", "timing solve(): the worker was killed: it held 40.0 GiB of host memory, over the limit "
+                  "of 32.0 GiB"),  # the judge's memory watch
+    WorkerFailure("python", "timing solve(): CUBLAS_STATUS_NOT_SUPPORTED (RuntimeError)"),
+    WorkerFailure("cuda", "timing solve(): an illegal memory access (cudaErrorIllegalAddress)"),
+    WorkerFailure("malformed", "timing solve(): the worker sent a malformed reply: not JSON")])
+def test_a_baselines_own_failure_stays_the_judges(vector_add, failure_):
+    s, _ = restartable(vector_add, [])
+    s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"),
+                                                        fail=fails_on("time_batch", failure_)))]
+    drive(TimedPhase().load_baselines(s))
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.INTERNAL_ERROR and not s.restarted
+
+
+def test_interference_needs_a_candidate_beside_the_baseline():
+    from judge.engine.roles import Interference, from_outside
+
+    base, cand = FakeWorker(role=baseline_role("torch")), FakeWorker()
+    for f in KILLED.values():
+        assert from_outside(f)
+        assert type(blame(base, f)) is RunFailure and blame(base, f).status == Status.INTERNAL_ERROR
+        e = blame(base, f, cand)
+        assert isinstance(e, Interference) and e.status == Status.INTERNAL_ERROR and e.worker is base
+        assert type(blame(cand, f, cand)) is RunFailure  # the candidate's own: TIMEOUT / RUNTIME_ERROR
+    assert from_outside(WorkerFailure("crash", "x: the worker was killed by SIGSEGV")) == "was killed by SIGSEGV"
+
+
+def test_a_baseline_killed_before_it_said_ready_is_restarted(vector_add):
+    s, _ = restartable(vector_add, [FakeWorker(0.004)])
+    old = FakeWorker(0.004, role=baseline_role("torch"), not_ready=KILLED["SIGKILL"])
+    s.baselines = [(vector_add.baselines[0], old)]
+    drive(TimedPhase().load_baselines(s))
+    assert s.baselines[0][1] is not old and s.baselines[0][1].ops == ["init"]
+
+
+# -- per-call deadlines -------------------------------------------------------------------------------
+
+def test_a_stall_after_fast_calls_is_a_timeout_within_the_per_call_deadline(vector_add):
+    """issue 16, 7: fast first calls once made the next warm-up batch huge and its deadline with it
+    ((timeout_s × k) × (1 + rest) + 30 s): a call that stalls 120 s was ACCEPTED. Every request's
+    deadline is now timeout_s + the slack, and the stall a TIMEOUT that soon."""
+    from judge.engine.timing import DEADLINE_SLACK_S, WARMUP_GROWTH
+
+    calls = []
+
+    def times(b, i):
+        calls.append(b)
+        return 120_000.0 if len(calls) == 40 else 0.01
+
+    s = cpu_session(vector_add, mode="submit")  # the default policy: 25 ms of warm-up, rest 1
+    w = FakeWorker(times, realtime=True)
+    timeout_s = vector_add.spec.timeout_s
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().time(s, w, "n=1000", "candidate", s.opts.policy))
+    assert info.value.status == Status.TIMEOUT and "no answer within" in info.value.message
+    deadlines = [d for op, d in w.requests if op == "time_batch"]
+    assert max(deadlines) <= timeout_s + DEADLINE_SLACK_S and len(set(deadlines)) == 1
+    assert w.waited_s <= timeout_s + DEADLINE_SLACK_S + 0.1  # the fast calls, then one deadline
+    assert w.asked[0] == 1 and all(b <= a * WARMUP_GROWTH for a, b in zip(w.asked, w.asked[1:]))

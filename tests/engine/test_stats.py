@@ -11,7 +11,16 @@ from fakes import FakeWorker
 from judge.contract.report import Stats
 from judge.engine import score
 from judge.engine import stats as bench
-from judge.engine.stats import TimingPolicy, batch_size, median_ci, stop_reason, summarize, warmup_count
+from judge.engine.stats import (
+    MIN_CALL_MS,
+    TimingPolicy,
+    batch_sample,
+    batch_size,
+    median_ci,
+    stop_reason,
+    summarize,
+    warmup_left,
+)
 from judge.engine.timing import ImpossibleTime, time_target
 from judge.worker.client import WorkerFailure
 
@@ -73,10 +82,18 @@ def test_median_ci_coverage(n, draw, true_median):
 
 
 def test_summarize():
-    s = summarize([3.0, 1.0, 2.0, 5.0, 4.0], warmup_calls=7, stop_reason="budget")
-    assert s.median_ms == 3.0 and s.min_ms == 1.0 and s.samples == 5 and s.warmup_calls == 7
+    s = summarize([3.0, 1.0, 2.0, 5.0, 4.0], [0.5] + [3.0] * 9, warmup_calls=7, stop_reason="budget")
+    assert s.median_ms == 3.0 and s.min_ms == 0.5 and s.samples == 10 and s.batches == 5 and s.warmup_calls == 7
     assert s.stop_reason == "budget" and s.ci_low_ms <= 3.0 <= s.ci_high_ms
     assert s.ci_halfwidth_rel == pytest.approx((s.ci_high_ms - s.ci_low_ms) / 2 / 3.0)
+
+
+def test_a_batch_sample_is_its_time_per_call():
+    """Work moved between a batch's calls (the first computes every answer, the others copy) does
+    not change its sample: a per-call median of [8, 0.1 x 7] would say 0.1."""
+    honest, front_loaded = [1.0] * 8, [8.0] + [0.1] * 7
+    assert batch_sample(honest) == 1.0 and batch_sample(front_loaded) == pytest.approx(1.0875)
+    assert statistics.median(front_loaded) == 0.1
 
 
 # -- stop_reason ---------------------------------------------------------------------------------------
@@ -87,10 +104,12 @@ def noisy(n: int, seed: int = 0) -> list[float]:
 
 
 def test_stop_on_noise():
-    p = TimingPolicy(noise=0.01, min_samples=20, min_time_s=0.0)
+    p = TimingPolicy(noise=0.01, min_samples=20, min_batches=10, min_time_s=0.0)
     steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
-    assert stop_reason(steady, 0.0, p) == "noise"
-    assert stop_reason(steady[:19], 0.0, p) is None  # fewer than min_samples
+    assert stop_reason(steady, 20, 0.0, p) == "noise"
+    assert stop_reason(steady, 19, 0.0, p) is None  # fewer timed calls than min_samples
+    assert stop_reason(steady[:10], 80, 0.0, p) == "noise"  # 10 batches of 8 calls
+    assert stop_reason(steady[:9], 72, 0.0, p) is None  # fewer batch samples than min_batches
 
 
 def test_noise_waits_for_the_minimum_time():
@@ -98,9 +117,9 @@ def test_noise_waits_for_the_minimum_time():
     slow phases (min_time_s of timed GPU time), unless the budget is smaller still."""
     steady = [1.0 + 0.001 * (i % 3) for i in range(100)]
     p = TimingPolicy(noise=0.01, min_samples=20, min_time_s=0.3)
-    assert stop_reason(steady, 0.1, p) is None
-    assert stop_reason(steady, 0.3, p) == "noise"
-    assert stop_reason(steady, 0.1, TimingPolicy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
+    assert stop_reason(steady, 100, 0.1, p) is None
+    assert stop_reason(steady, 100, 0.3, p) == "noise"
+    assert stop_reason(steady, 100, 0.1, TimingPolicy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
 
 
 def test_baselines_get_half():
@@ -110,25 +129,27 @@ def test_baselines_get_half():
 
 def test_noisy_samples_go_on_until_budget():
     p = TimingPolicy(noise=0.005, min_samples=20, budget_s=1.0)
-    assert stop_reason(noisy(100), 0.5, p) is None
-    assert stop_reason(noisy(100), 1.0, p) == "budget"
-    assert stop_reason(noisy(2), 5.0, p) is None   # at least 3 samples even past the budget
-    assert stop_reason(noisy(3), 5.0, p) == "budget"
+    assert stop_reason(noisy(100), 100, 0.5, p) is None
+    assert stop_reason(noisy(100), 100, 1.0, p) == "budget"
+    assert stop_reason(noisy(2), 16, 5.0, p) is None   # at least 3 batch samples even past the budget
+    assert stop_reason(noisy(3), 3, 5.0, p) == "budget"
 
 
 def test_max_samples_wins():
+    """max_samples counts timed calls (the report's `samples`), whatever the batches."""
     p = TimingPolicy(noise=0.005, max_samples=50, budget_s=100.0)
-    assert stop_reason(noisy(49), 0.0, p) is None
-    assert stop_reason(noisy(50), 0.0, p) == "max_samples"
-    assert stop_reason([1.0] * 50, 0.0, p) == "max_samples"  # checked before noise
+    assert stop_reason(noisy(49), 49, 0.0, p) is None
+    assert stop_reason(noisy(50), 50, 0.0, p) == "max_samples"
+    assert stop_reason(noisy(7), 50, 0.0, p) == "max_samples"  # 7 batches of about 7 calls
+    assert stop_reason([1.0] * 50, 50, 0.0, p) == "max_samples"  # checked before noise
 
 
 def test_zero_times_do_not_stop_on_noise():
     p = TimingPolicy(min_samples=20, budget_s=1.0)
-    assert stop_reason([0.0] * 30, 0.0, p) is None
+    assert stop_reason([0.0] * 30, 30, 0.0, p) is None
 
 
-# -- batch_size / warmup_count --------------------------------------------------------------------------
+# -- batch_size / warmup_left ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("per_call_ms, expected", [(0.5, 100), (50.0, 1), (1000.0, 1), (1e-6, 1000),
                                                    (0.0, 1000), (0.05, 1000), (0.1, 500)])
@@ -145,22 +166,35 @@ def test_batch_size_bounds(per_call_ms):
 
 
 @pytest.mark.parametrize("first_ms", [0.0, 1e-4, 0.01, 1.0, 12.5, 25.0, 100.0, 5000.0])
-def test_warmup_count_bounds(first_ms):
+def test_warmup_left_bounds(first_ms):
     p = TimingPolicy(warmup_ms=25.0, min_warmup_calls=3)
-    more = warmup_count(first_ms, p)
+    more = warmup_left([first_ms], p)
     calls = more + 1  # with the first one
-    per_call = max(first_ms, 1e-3)
+    per_call = max(first_ms, MIN_CALL_MS)
     assert more >= p.min_warmup_calls - 1
     assert calls * per_call >= p.warmup_ms - 1e-9  # enough warm-up time
     if more > p.min_warmup_calls - 1:
         assert (calls - 1) * per_call < p.warmup_ms  # and not more calls than needed
 
 
-def test_warmup_count_examples():
+def test_warmup_left_examples():
     p = TimingPolicy(warmup_ms=25.0, min_warmup_calls=3)
-    assert warmup_count(1.0, p) == 24
-    assert warmup_count(100.0, p) == 2
-    assert warmup_count(0.1, p) == 249
+    assert warmup_left([1.0], p) == 24
+    assert warmup_left([100.0], p) == 2
+    assert warmup_left([0.1], p) == 249
+    assert warmup_left([0.1, 1.0, 1.0, 1.0], p) == 22  # the later calls' time, not the first's
+    assert warmup_left([1.0] * 25, p) == 0 and warmup_left([30.0], p) == 2
+    assert warmup_left([0.0] * 25000, p) == 0  # every call counts: the warm-up ends
+
+
+def test_warmup_left_ends_for_any_times():
+    rng = random.Random(3)
+    p = TimingPolicy()
+    for _ in range(50):
+        warm = [rng.choice([0.0, 1e-5, 0.3, 40.0])]
+        while (more := warmup_left(warm, p)) > 0:
+            warm += [rng.choice([0.0, 1e-5, 0.3, 40.0])] * min(more, 1000)
+        assert len(warm) >= p.min_warmup_calls and len(warm) <= 1 + p.warmup_ms / MIN_CALL_MS + 1000
 
 
 # -- the timing loop, driven through a fake worker --------------------------------------------------------
@@ -178,8 +212,9 @@ def test_time_target_stops_on_noise_and_counts_warmup():
     w = FakeWorker(lambda b, i: 0.001, only={"time_batch"})
     policy = TimingPolicy(min_samples=20, warmup_ms=0.5, batch_s=0.0001, budget_s=10, min_time_s=0.0)
     result, events = drive(time_target(w, policy, 1.0, lambda n: ("progress", n)))
-    assert result.stop_reason == "noise" and result.median_ms == 0.001
-    assert result.samples >= 20 and result.warmup_calls == sum(w.asked[:-len(events)])
+    assert result.stop_reason == "noise" and result.median_ms == pytest.approx(0.001) and result.min_ms == 0.001
+    assert result.samples >= 20 and result.batches >= 10 and result.warmup_calls == sum(w.asked[:-len(events)])
+    assert result.batches == len(events) and result.samples == sum(w.asked[-len(events):])
     assert events[-1] == ("progress", result.samples)
     assert [n for _, n in events] == sorted(n for _, n in events)
 

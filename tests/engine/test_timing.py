@@ -1,0 +1,104 @@
+"""The parent's timing loop (judge/engine/timing.py) through fake workers: one sample per batch,
+per-call deadlines, batch sizes that keep an honest batch inside them, a warm-up that grows."""
+from __future__ import annotations
+
+import pytest
+from fakes import FakeWorker
+
+from judge.engine.stats import TimingPolicy
+from judge.engine.timing import BATCH_SHARE, DEADLINE_SLACK_S, WARMUP_GROWTH, Timer, time_target
+from judge.worker.client import WorkerFailure
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
+
+
+def drive(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+POLICY = TimingPolicy(min_samples=20, warmup_ms=0.05, batch_s=0.016, budget_s=10, min_time_s=0.0, rest=0.0)
+
+
+def test_front_loading_a_batch_buys_nothing():
+    """issue 16, 4: every slot of a batch is drawn before it, so its first call can compute all the
+    answers and the others copy. A per-call median saw the copies; a batch's sample is its time
+    per call, at least the honest one."""
+    honest = drive(time_target(FakeWorker(0.002), POLICY, 10.0, lambda n: n, max_k=8))
+    front = drive(time_target(FakeWorker(lambda b, i: 0.016 if i == 0 else 0.0002), POLICY, 10.0, lambda n: n,
+                              max_k=8))
+    assert honest.median_ms == pytest.approx(0.002) and front.median_ms >= honest.median_ms
+    assert front.min_ms == 0.0002 and front.samples == 8 * front.batches  # the report still counts calls
+
+
+def test_every_time_batch_has_the_per_call_deadline():
+    w = FakeWorker(0.002, realtime=True)
+    drive(time_target(w, TimingPolicy(min_samples=20, warmup_ms=25.0, budget_s=10, min_time_s=0.0), 3.0,
+                      lambda n: n))
+    assert {d for op, d in w.requests} == {3.0 + DEADLINE_SLACK_S}
+    assert max(w.asked) <= MAX_CALLS_PER_BATCH and w.asked[0] == 1
+
+
+def test_the_warm_up_grows_gradually():
+    """A fast first call no longer makes the next batch warmup_ms / first_ms calls at once."""
+    w = FakeWorker(0.0001)
+    t = Timer(w, TimingPolicy(warmup_ms=25.0), 10.0)
+    t.warm_up()
+    assert w.asked[:5] == [1, 4, 16, 64, 256]
+    assert all(b <= a * WARMUP_GROWTH for a, b in zip(w.asked, w.asked[1:]))
+    assert sum(w.asked) == len(t.warm) >= 25.0 / 0.001  # each call counts at least 1 µs (MIN_CALL_MS)
+
+
+@pytest.mark.parametrize("call_ms, rest, most", [(1000.0, 1.0, 2), (400.0, 0.0, 12), (3000.0, 1.0, 1),
+                                                 (20_000.0, 0.0, 1)])
+def test_batches_stay_within_a_share_of_the_timeout(call_ms, rest, most):
+    """k × the costliest call × (1 + rest) ≤ BATCH_SHARE × timeout_s, at least 1 call."""
+    t = Timer(FakeWorker(), TimingPolicy(rest=rest), 10.0)
+    assert t.fit(100) == 1  # nothing timed yet
+    t.costs.append(call_ms * (1 + rest))
+    assert t.fit(100) == most and t.fit(1) == 1
+    if most > 1:
+        assert most * call_ms * (1 + rest) <= BATCH_SHARE * 10_000
+
+
+def test_batch_sizes_follow_the_recent_calls():
+    """A slow first call (a library's first use) does not keep every later batch small; a call that
+    becomes slow shrinks the next batches at once."""
+    t = Timer(FakeWorker(), TimingPolicy(rest=0.0), 10.0)
+    t.costs.append(2000.0)
+    assert t.fit(8) == 2
+    t.costs.extend([0.5, 0.5])
+    assert t.fit(8) == 2  # still among the last COST_BATCHES
+    t.costs.append(0.5)
+    assert t.fit(8) == 8
+    t.costs.append(4000.0)
+    assert t.fit(8) == 1
+
+
+def test_a_single_call_rests_in_the_parent(monkeypatch):
+    """A batch of one call asks the worker for no rest: the request holds the call alone, so an
+    honest call up to timeout_s fits its deadline; the parent rests as long after the reply."""
+    from judge.engine import timing
+
+    slept = []
+    monkeypatch.setattr(timing.time, "sleep", slept.append)
+    w = FakeWorker(0.2)
+    t = Timer(w, TimingPolicy(rest=1.0), 10.0)
+    t.batch(1)
+    t.batch(3)
+    assert slept == [pytest.approx(0.0002)] and w.rests == [0.0, 1.0]
+
+
+def test_a_stall_is_a_timeout():
+    calls = []
+
+    def times(b, i):
+        calls.append(1)
+        return 60_000.0 if len(calls) == 30 else 0.001
+
+    w = FakeWorker(times, realtime=True)
+    with pytest.raises(WorkerFailure) as info:
+        Timer(w, TimingPolicy(), 10.0).warm_up()
+    assert info.value.kind == "timeout" and w.waited_s <= 10.0 + DEADLINE_SLACK_S + 0.1
