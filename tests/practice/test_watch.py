@@ -322,7 +322,10 @@ def test_gpu_warm_session_reuses_and_survives_failures(vector_add, tmp_path):
         assert second.status == Status.ACCEPTED, second.message
         n_tests = len(vector_add.spec.tests)
         assert s.cache.hits >= n_tests  # every test's reference came from the cache
-        assert s.cache.computed - computed <= 2 * len(vector_add.spec.benchmarks)  # only new re-checked slots
+        from judge.engine.reservoir import MAX_STASH
+
+        # only the timed calls re-checked after the timing (at most MAX_STASH per shape) are new
+        assert s.cache.computed - computed <= MAX_STASH * len(vector_add.spec.benchmarks)
         broken = tmp_path / "broken.cu"
         broken.write_text("this is not C++\n")
         assert s.judge(broken).status == Status.COMPILE_ERROR
