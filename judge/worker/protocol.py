@@ -33,8 +33,22 @@ Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "exit"]
 OPS: frozenset[str] = frozenset(get_args(Op))
 
 # Timed calls per `time_batch` request: the worker holds this many event pairs, and the parent
-# keeps this many completeness counts (one u64 per timed call) for a benchmark shape.
+# keeps this many check records (CHECK_STRIDE bytes each) for a benchmark shape.
 MAX_CALLS_PER_BATCH = 1000
+
+# The parent's `counter` buffer (named in `call` and `prepare`) holds one record of CHECK_STRIDE
+# bytes per timed call i of a batch, at counter + CHECK_STRIDE * i, four u64 written by the
+# worker on the device (judge/gpu/integrity_kernels.cu):
+#   [CHECK_COUNT]       words of the call's outputs still holding the poison after its end event,
+#   [CHECK_FINGERPRINT] Σ over those outputs of judge_check's fingerprint, output j of the call's
+#                       slot (in the order `prepare` lists them) with salt j (wrapping u64),
+#   [CHECK_START]       %globaltimer (ns) stamped on the default stream just before the start event,
+#   [CHECK_END]         %globaltimer stamped on the default stream just after the end event.
+# `call` (a test call) writes [CHECK_COUNT] and [CHECK_FINGERPRINT] of record 0, no stamps. An
+# output whose dtype has no poison word (integrity.WIDTH) is neither counted nor fingerprinted.
+# The parent zeroes the records before every request and reads them after it.
+CHECK_STRIDE = 32
+CHECK_COUNT, CHECK_FINGERPRINT, CHECK_START, CHECK_END = range(4)
 
 # Bytes whose repeated pattern reads as |value| >= 2 or NaN in f32/f16/bf16: outputs without a
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
