@@ -2,8 +2,9 @@
 
 Per benchmark shape: input slots in the parent's memory, mapped into every worker; the baselines
 timed before and after the candidate, each in its own worker; the candidate's timed batches with
-fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and
-re-checks after (`batch_guards`); the roofline floor; telemetry around the shape.
+fresh inputs before each (judge/engine/fresh.py), completeness counts, GPU stamps, fingerprints,
+guard regions (judge/engine/batch_checks.py), input checksums and re-checks after (`batch_guards`);
+the roofline floor; telemetry around the shape.
 
 Each step is a method of `TimedPhase`, so that a later method of timing (a GPU-side hold, early
 stop) or of guarding (trusted timestamps, fingerprints) overrides one step and leaves the rest,
@@ -19,6 +20,7 @@ from judge.contract.events import BenchDone, Event, Stage, Timing
 from judge.contract.report import BaselineTiming, BenchResult, Stats
 from judge.contract.verdict import Status
 from judge.engine import buffers, guards
+from judge.engine.batch_checks import BatchChecks
 from judge.engine.buffers import Slots
 from judge.engine.fresh import FreshBatches, InputsModified
 from judge.engine.outcome import RunFailure
@@ -48,7 +50,9 @@ class TimedPhase:
 
     def __call__(self, s: Session) -> Iterator[Event]:
         self.load_baselines(s)
-        peaks = device.peaks(s.require_gpu())
+        if s.peaks is None:
+            raise RunFailure(Status.INTERNAL_ERROR, "the device's peaks were not read before the candidate started")
+        peaks = s.peaks
         env, unit = s.report.environment, s.problem.spec.compute
         env.peak_copy_gbps, env.peak_tflops = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1)
         env.peak_unit = unit
@@ -64,7 +68,8 @@ class TimedPhase:
     def load_baselines(self, s: Session) -> None:
         for b, w in s.baselines:
             path, func = s.problem.impl_path(b.impl)
-            s.load(w, {"baseline": {"file": str(path), "func": func}}, f"loading baseline {b.name}", timeout_s=300)
+            s.load(w, {"baseline": {"file": str(path), "func": func, "source": s.baseline_sources[b.impl]}},
+                   f"loading baseline {b.name}", timeout_s=300)
 
     def shape(self, s: Session, j: int, w: Workload, peaks: device.Peaks) -> Generator[Event, None, BenchResult]:
         """One benchmark shape: baselines before, the candidate, the floor, baselines after."""
@@ -78,7 +83,7 @@ class TimedPhase:
             buffers.map_slots(s, wk, slots, counts if wk is s.candidate else None)
         tel_before = device.telemetry(s.require_gpu().index)
         before = yield from self.time_baselines(s, wid, "before", len(slots.bufs))
-        stats, checked = yield from self.time_candidate(s, j, w, slots, counts)
+        stats, checked, excess = yield from self.time_candidate(s, j, w, slots, counts)
         floor_ms = self.floor(s, w, stats, peaks)
         after = yield from self.time_baselines(s, wid, "after", len(slots.bufs))
         tel_after = device.telemetry(s.require_gpu().index)
@@ -87,7 +92,8 @@ class TimedPhase:
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
                            baselines=sandwich(s, before, after, stats), rechecked_slots=checked,
-                           telemetry_before=tel_before, telemetry_after=tel_after)
+                           telemetry_before=tel_before, telemetry_after=tel_after,
+                           stamp_excess_ms=None if excess is None else round(excess, 6))
 
     def time_baselines(self, s: Session, wid: str, when: str, max_k: int) -> Generator[Event, None, dict[str, Stats]]:
         out = {}
@@ -96,29 +102,33 @@ class TimedPhase:
         return out
 
     def time_candidate(self, s: Session, j: int, w: Workload, slots: Slots,
-                       counts: Buffer) -> Generator[Event, None, tuple[Stats, int]]:
-        """The candidate's timed batches, each on fresh inputs and checked after; its Stats and
-        how many timed outputs were re-checked."""
+                       counts: Buffer) -> Generator[Event, None, tuple[Stats, int, float | None]]:
+        """The candidate's timed batches, each on fresh inputs and checked after; its Stats, how
+        many timed outputs were re-checked, and the stamps' largest excess (BatchChecks.excess_ms)."""
         wid = workload_id(w)
-        fresh = self.batch_guards(s, j, w, slots, counts)
+        checks = BatchChecks(s, s.candidate, w, slots, counts)
+        fresh = self.batch_guards(s, j, w, slots, counts, checks)
         try:
             stats = yield from self.time(s, s.candidate, wid, "candidate", s.opts.policy, max_k=len(slots.bufs),
                                          before_batch=fresh.before, after_batch=fresh.after,
                                          after_warmup=fresh.after_warmup)
-            return stats, fresh.finish()
+            return stats, fresh.finish(), checks.excess_ms
         except InputsModified as e:
             raise RunFailure(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
                              "inputs are read-only") from None
 
-    def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer) -> FreshBatches:
-        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py)."""
+    def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer,
+                     checks: BatchChecks | None = None) -> FreshBatches:
+        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py), with
+        the records, stamps, fingerprints and guard regions of `checks` (judge/engine/batch_checks.py)."""
         wid = workload_id(w)
+        checks = checks or BatchChecks(s, s.candidate, w, slots, counts)
         return FreshBatches(len(slots.bufs), RECHECK_SLOTS,
                             redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d),
                             changed=lambda ids: inputs_changed(s, slots, ids),
                             recheck=lambda k: recheck(s, w, slots, k),
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
-                            zero=lambda: guards.zero(s, counts))
+                            zero=checks.start, verify=checks.verify)
 
     def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,
              **hooks) -> Generator[Event, None, Stats]:

@@ -18,15 +18,19 @@ RECHECK_CHANCE = 0.25  # per timed batch, until the shape's re-check quota is sp
 
 
 class FreshBatches:
-    """Hooks for judge/engine/timing.py's `time_target`: `before(k)`, `after(k)`, `after_warmup()`.
-    `redraw(ids, draw)` fills slots `ids`; `changed(ids)` names a modified input or returns "";
-    `recheck(slot)` raises on a wrong output; `counts(k)` raises on an incomplete one."""
+    """Hooks for judge/engine/timing.py's `time_target`: `before(k)`, `after(k, times)`,
+    `after_warmup()`. `redraw(ids, draw)` fills slots `ids`; `changed(ids)` names a modified input
+    or returns ""; `recheck(slot)` raises on a wrong output; `counts(k)` raises on an incomplete
+    one; `zero()` runs last before the request; `verify(ids, times)` checks the batch whose call i
+    used slot ids[i] and reported times[i] (judge/engine/batch_checks.py)."""
 
     def __init__(self, n_slots: int, quota: int, redraw: Callable[[list[int], int], None],
                  changed: Callable[[list[int]], str], recheck: Callable[[int], None],
-                 counts: Callable[[int], None], zero: Callable[[], None]):
+                 counts: Callable[[int], None], zero: Callable[[], None],
+                 verify: Callable[[list[int], list[float]], None] = lambda ids, times: None):
         self.n, self.quota = n_slots, quota
         self.redraw, self.changed, self.recheck, self.counts, self.zero = redraw, changed, recheck, counts, zero
+        self.verify = verify
         self.calls = 0  # calls so far, warm-up included: the worker's next slot is calls % n
         self.timed = False
         self.draws = 0
@@ -44,10 +48,11 @@ class FreshBatches:
             self.redraw(self.ids(k), self.draws)
         self.zero()
 
-    def after(self, k: int) -> None:
+    def after(self, k: int, times: list[float]) -> None:
         ids = self.ids(k)
         self.calls += k
         self.counts(k)
+        self.verify(ids, times)
         if not self.timed:
             return
         if modified := self.changed(ids):
