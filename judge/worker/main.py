@@ -16,8 +16,10 @@ time_batch, exit. Any CUDA error is answered with its runtime name
 and text, then the worker exits: after a sticky error its context is unusable.
 
 Everything it answers is a claim: native code in this process can rewrite it. The parent decides
-from what it checks itself (outputs, input checksums, its wall clock); the completeness counts
-are written into a buffer the parent owns (judge/gpu/integrity.py).
+from what it checks itself (outputs, input checksums, its wall clock, its own GPU stamps and
+fingerprints); the check records (completeness count, fingerprint, GPU stamps: protocol.py's
+CHECK_STRIDE layout) are written on the device into a buffer the parent owns
+(judge/gpu/integrity.py).
 """
 from __future__ import annotations
 
@@ -29,11 +31,21 @@ import random
 import signal
 import sys
 import time
+import types
 from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import WIDTH, Kernels, poison_word
-from judge.worker.protocol import ERROR_TEXT_CHARS, MAX_CALLS_PER_BATCH, OPS, POISON_BYTES, worker_channel
+from judge.worker.protocol import (
+    CHECK_END,
+    CHECK_START,
+    CHECK_STRIDE,
+    ERROR_TEXT_CHARS,
+    MAX_CALLS_PER_BATCH,
+    OPS,
+    POISON_BYTES,
+    worker_channel,
+)
 
 FLUSH_MIN_BYTES = 64 << 20
 
@@ -49,8 +61,8 @@ class Worker:
         self.call_target: Callable[[list], object] = _not_loaded
         self.torch_mode = False
         self.events: list[tuple[int, int]] = []
-        self.kernels = Kernels()  # judge-owned fill and completeness-count kernels
-        self.counter = 0  # the parent's u64 counts buffer (one per timed call), 0: not counted
+        self.kernels = Kernels()  # judge-owned fill, check and stamp kernels
+        self.counter = 0  # the parent's check records (CHECK_STRIDE bytes per timed call), 0: none
         self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
 
     def send(self, **msg) -> None:
@@ -74,10 +86,7 @@ class Worker:
 
             self.torch_mode = True
 
-            spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
-            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
-            func = getattr(module, baseline["func"])
+            func = getattr(baseline_module(baseline), baseline["func"])
             names = [p["name"] for p in params]
             self.call_target = lambda args: func(**dict(zip(names, args)))
         return {}
@@ -110,21 +119,26 @@ class Worker:
 
     def call(self, args: list, outputs: list[dict] | None = None, counter: str | None = None) -> dict:
         """One call of solve(). With `counter`, the outputs (poisoned by the parent with `word`)
-        are counted right after solve() returns, on the same stream, before synchronising."""
+        are counted and fingerprinted right after solve() returns, on the count stream, before
+        synchronising (record 0 of the counter buffer: protocol.py's CHECK_STRIDE layout)."""
         self.rt.synchronize("before the call")
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
         if counter:
-            self._count([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
+            self._check([(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o.get("word")) for o in outputs or []],
                         self.buffers[counter])
         self.rt.synchronize("solve() on the device")
         return {}
 
-    def _count(self, outputs: list[tuple], counter: int) -> None:
+    def _check(self, outputs: list[tuple], record: int, stamp: bool = False) -> None:
+        """The call's record (`stamp`: first the GPU's clock after the end event, on the default
+        stream), then output j (poisoned with its word, or not counted when None) with salt j."""
         try:
-            for ptr, nbytes, dtype, word in outputs:
+            if stamp:
+                self.kernels.stamp(record + 8 * CHECK_END, None)
+            for j, (ptr, nbytes, dtype, word) in enumerate(outputs):
                 if word is not None:
-                    self.kernels.count(ptr, nbytes, WIDTH[dtype], word, counter, self.kernels.stream)
+                    self.kernels.check(ptr, nbytes, WIDTH[dtype], word, j, record, self.kernels.stream)
         except CudaError:  # most likely solve()'s own error, sticky: report it as the runtime words it
             self.rt.synchronize("solve() on the device")
             raise
@@ -173,13 +187,16 @@ class Worker:
             self._clear_persisting_l2()
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
             start, end = self.events[i]
+            record = self.counter + CHECK_STRIDE * i
+            if self.counter:  # the GPU's clock just before the start event, on the same stream
+                self.kernels.stamp(record + 8 * CHECK_START, None)
             self.rt.record(start)
             self.call_target(self.slots[s])
             self.rt.record(end)
             self.rt.last_error("launching solve()")
-            if self.counter:  # same stream, right after the end event, before any synchronisation
-                self._count([(ptr, nbytes, dtype, w) for (ptr, nbytes, dtype), w in zip(self.slot_outputs[s], words)],
-                            self.counter + 8 * i)
+            if self.counter:  # the clock just after the end event, then the check, before any synchronisation
+                self._check([(ptr, nbytes, dtype, w) for (ptr, nbytes, dtype), w in zip(self.slot_outputs[s], words)],
+                            record, stamp=True)
             if rest > 0 and per_call:
                 self.rt.event_synchronize(end)
                 time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
@@ -189,6 +206,21 @@ class Worker:
         if rest > 0 and not per_call:
             time.sleep(sum(times) * rest / 1000)
         return {"times_ms": times, "calls": self.next_slot}
+
+
+def baseline_module(baseline: dict) -> types.ModuleType:
+    """A baseline's module: from `source`, the text of its file as the parent read it before any
+    of the candidate's code ran (docs/security.md: the file may have been rewritten since), or
+    from the file itself when no text came."""
+    if "source" in baseline:
+        module = types.ModuleType("judge_problem_reference")
+        module.__file__ = baseline["file"]
+        exec(compile(baseline["source"], baseline["file"], "exec"), module.__dict__)
+        return module
+    spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _not_loaded(args: list) -> object:
