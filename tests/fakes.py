@@ -2,12 +2,18 @@
 
 `FakeWorker` answers every request the engine sends (judge/engine/roles.py's `Worker`): timed
 batches with scripted times, a `call` or a `time_batch` through a hook, and a `WorkerFailure` when
-`fail` says so. `cpu_session` is a judge/engine/session.py `Session` whose buffers are CPU tensors.
+`fail` says so. `cpu_session` is a judge/engine/session.py `Session` whose buffers are CPU tensors
+(with their guard regions), whose view of the device is `CpuWitness` (the reference fingerprint and
+a scripted GPU clock, `FakeClock`), and whose peaks and baseline files were read (`preload`).
+`CpuSolver` does a worker's part on them: solve(), then the check record the worker's kernels
+write (`record_check`, `record_stamps`: judge/worker/protocol.py's CHECK_STRIDE layout).
 """
 from __future__ import annotations
 
+import math
+import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -16,8 +22,10 @@ from judge.contract.verdict import Status
 from judge.engine.buffers import Slots
 from judge.engine.compare import Interleaved
 from judge.engine.session import Options, Session
+from judge.gpu import guard_regions, integrity
 from judge.gpu.device import GpuInfo, Peaks
 from judge.worker.client import WorkerFailure
+from judge.worker.protocol import CHECK_COUNT, CHECK_END, CHECK_FINGERPRINT, CHECK_START
 
 
 class Log:
@@ -100,16 +108,23 @@ def fails_on(op: str, failure: WorkerFailure, after: int = 0) -> Callable[[str, 
 
 
 class CpuBuffers:
-    """judge/gpu/devmem.py's `DeviceBuffers` on the CPU: ids and tensors, no IPC."""
+    """judge/gpu/devmem.py's `DeviceBuffers` on the CPU: ids and tensors, each followed in its
+    storage by its guard region (judge/gpu/guard_regions.py), no IPC."""
 
     def __init__(self):
         self.buffers = {}
 
-    def alloc(self, id, dtype, shape):
+    def alloc(self, id, dtype, shape, output=True):
         from judge.gpu.devmem import Buffer
 
-        t = torch.zeros(shape, dtype=getattr(torch, dtype))
-        b = Buffer(id, 0, max(1, t.numel() * t.element_size()), dtype, tuple(shape), t, "")
+        dt = getattr(torch, dtype)
+        numel = math.prod(shape)
+        used = numel * torch.empty((), dtype=dt).element_size()
+        nbytes = max(1, used)
+        raw = torch.zeros(guard_regions.padded(nbytes), dtype=torch.uint8)
+        t = raw[:used].view(dt).view(tuple(shape)) if numel else torch.zeros(shape, dtype=dt)
+        slack = raw[nbytes:]
+        b = Buffer(id, 0, nbytes, dtype, tuple(shape), t, "", slack, guard_regions.fill(slack, dtype, output), output)
         self.buffers[id] = b
         return b
 
@@ -138,11 +153,66 @@ PEAKS = Peaks(gpu="Fake GPU", uuid="GPU-fake", copy_gbps=3000.0, fp32_tflops=60.
               bf16_tensor_tflops=900.0)
 
 
+class FakeClock:
+    """The GPU's %globaltimer for the fakes: ns, `tick_ns` later at every look."""
+
+    def __init__(self, start_ns: int = 1_763_900_000_000_000_000, tick_ns: int = 1000):
+        self.t, self.tick = start_ns, tick_ns
+
+    def now(self) -> int:
+        self.t += self.tick
+        return self.t
+
+
+class CpuWitness:
+    """judge/gpu/witness.py's `Witness` on the CPU: the reference fingerprint and a `FakeClock`."""
+
+    def __init__(self, clock: FakeClock | None = None):
+        self.clock = clock or FakeClock()
+        self.asked: list[int] = []  # calls per fingerprints() request
+
+    def fingerprints(self, calls: Sequence[Sequence[tuple]]) -> list[int]:
+        self.asked.append(len(calls))
+        return [sum(integrity.fingerprint(b.tensor, salt) for b, salt in outputs if integrity.fingerprinted(b.dtype))
+                & integrity.MASK64 for outputs in calls]
+
+    def stamp(self) -> int:
+        return self.clock.now()
+
+    tick_ns = 0
+
+
+def _signed(v: int) -> int:
+    v &= integrity.MASK64
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def record_check(counts, i: int, outputs: Sequence[tuple]) -> None:
+    """What judge_check16/32 add to record `i` of the counter buffer for a call's outputs, each
+    (Buffer, poison word or None), output j with salt j."""
+    row = counts.tensor[i]
+    for j, (b, word) in enumerate(outputs):
+        if word is None or not b.tensor.numel():
+            continue
+        width = integrity.WIDTH[b.dtype]
+        w = b.tensor.reshape(-1).view(torch.int16 if width == 2 else torch.int32).to(torch.int64)
+        row[CHECK_COUNT] += int(((w & ((1 << (8 * width)) - 1)) == word).sum())
+        row[CHECK_FINGERPRINT] = _signed(int(row[CHECK_FINGERPRINT]) + integrity.fingerprint(b.tensor, j))
+
+
+def record_stamps(counts, i: int, start_ns: int, end_ns: int) -> None:
+    counts.tensor[i, CHECK_START], counts.tensor[i, CHECK_END] = start_ns, end_ns
+
+
 def cpu_session(problem, secret: int = 1, mode: str = "test", **opts) -> Session:
-    """A session of `problem` with CPU buffers, a fake torch.cuda and a fake GPU (no workers yet)."""
+    """A session of `problem` with CPU buffers, a fake torch.cuda, a fake GPU and its peaks, and
+    the CPU view of the device (no workers yet); what the parent reads from files, read."""
+    from judge.engine.run import preload
+
     report = Report(problem=problem.name, solution="x", mode=mode, source_sha256="0", status=Status.ACCEPTED)
     s = Session(problem, Options(mode=mode, secret=secret, **opts), report)
-    s.torch, s.buffers, s.gpu = FakeTorch(), CpuBuffers(), GPU
+    s.torch, s.buffers, s.gpu, s.view, s.peaks = FakeTorch(), CpuBuffers(), GPU, CpuWitness(), PEAKS
+    preload(s)
     return s
 
 
@@ -164,26 +234,50 @@ def pair_session(problem, workers, **opts) -> Session:
 
 class CpuSolver:
     """`on` for a FakeWorker that does what a worker does to the session's CPU buffers: `call`
-    and the timed calls of `time_batch` (rotating over the prepared slots) write C = A + B
-    (vector_add), or keep answering from a cache per slot (`cache=True`: stale once inputs are
-    re-drawn)."""
+    and the timed calls of `time_batch` (rotating over the prepared slots, outputs poisoned before
+    each) write C = A + B (vector_add), or keep answering from a cache per slot (`cache=True`:
+    stale once inputs are re-drawn); with a counter buffer, each call's check record follows
+    (count and fingerprint right after the call; stamps `gap_ns` wider than the reported time).
+    `late(slot)` runs after a timed call's check: work that finished after its end event."""
 
-    def __init__(self, s: Session, cache: bool = False):
-        self.s, self.cache = s, cache
+    def __init__(self, s: Session, cache: bool = False, gap_ns: int = 2000,
+                 late: Callable[[dict], None] | None = None):
+        self.s, self.cache, self.gap_ns, self.late = s, cache, gap_ns, late
         self.slots: list[list[dict]] = []
+        self.outputs: list[list[dict]] = []
+        self.counter: str | None = None
         self.next = 0
         self.answers: dict[int, torch.Tensor] = {}
 
     def __call__(self, op, args, worker):
+        bufs = self.s.buffers.buffers
         if op == "prepare":
-            self.slots, self.next = args["slots"], 0
+            self.slots, self.outputs, self.counter, self.next = args["slots"], args["outputs"], args["counter"], 0
         elif op == "call":
             self.solve(args["args"], None)
+            if args.get("counter"):
+                record_check(bufs[args["counter"]], 0, [(bufs[o["buf"]], o.get("word")) for o in args["outputs"]])
         elif op == "time_batch":
-            for _ in range(args["k"]):
+            clock = self.s.witness().clock
+            for i in range(args["k"]):
                 k = self.next % len(self.slots)
                 self.next += 1
+                words = [self.poison(bufs[o["buf"]]) for o in self.outputs[k]]
+                start = clock.now()
                 self.solve(self.slots[k], k)
+                clock.t = end = start + int(worker.times(len(worker.asked), i) * 1e6) + self.gap_ns
+                if self.counter:
+                    record_stamps(bufs[self.counter], i, start, end)
+                    record_check(bufs[self.counter], i, [(bufs[o["buf"]], w) for o, w in zip(self.outputs[k], words)])
+                if self.late:
+                    self.late({n: b.tensor for n, b in zip(("A", "B", "C"), (bufs[x["buf"]] for x in self.slots[k]))})
+
+    @staticmethod
+    def poison(b) -> int | None:
+        word = integrity.poison_word(b.dtype, random.Random())
+        if word is not None:
+            integrity.fill_tensor(b.tensor, b.dtype, word)
+        return word
 
     def solve(self, call_args, slot):
         bufs = self.s.buffers.buffers

@@ -106,6 +106,9 @@ class BenchResult(_M):
     rechecked_slots: int = 0
     telemetry_before: Telemetry | None = None
     telemetry_after: Telemetry | None = None
+    # The candidate's largest per-batch (Σ GPU-stamped spans - Σ reported times) / calls, in ms: how
+    # much of the stamps' tolerance honest calls use (judge/engine/stamps.py). In --json only.
+    stamp_excess_ms: float | None = None
 
     @property
     def speedup(self) -> float | None:

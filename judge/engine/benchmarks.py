@@ -2,10 +2,11 @@
 
 Per benchmark shape: input slots in the parent's memory, mapped into every worker; the baselines
 timed before and after the candidate, each in its own worker; the candidate's timed batches with
-fresh inputs before each (judge/engine/fresh.py), completeness counts, input checksums and a
-stashed call after (`batch_guards`), the stashed calls re-checked once its timing is over
-(judge/engine/stash.py); the roofline floor; telemetry around the shape. A baseline's worker
-killed or stopped from outside is restarted once and its step done again (`on_baseline`).
+fresh inputs before each (judge/engine/fresh.py), completeness counts, GPU stamps, fingerprints,
+guard regions (judge/engine/batch_checks.py), input checksums and a stashed call after
+(`batch_guards`), the stashed calls re-checked once its timing is over (judge/engine/stash.py);
+the roofline floor; telemetry around the shape. A baseline's worker killed or stopped from outside
+is restarted once and its step done again (`on_baseline`).
 
 Each step is a method of `TimedPhase`, so that a later method of timing (a GPU-side hold, early
 stop) or of guarding (trusted timestamps, fingerprints) overrides one step and leaves the rest,
@@ -21,6 +22,7 @@ from judge.contract.events import BenchDone, Event, Stage, Timing
 from judge.contract.report import BaselineTiming, BenchResult, Stats
 from judge.contract.verdict import Status
 from judge.engine import buffers, guards
+from judge.engine.batch_checks import BatchChecks
 from judge.engine.buffers import Slots
 from judge.engine.fresh import FreshBatches, InputsModified
 from judge.engine.outcome import RunFailure
@@ -54,7 +56,9 @@ class TimedPhase:
 
     def __call__(self, s: Session) -> Iterator[Event]:
         yield from self.load_baselines(s)
-        peaks = device.peaks(s.require_gpu())
+        if s.peaks is None:
+            raise RunFailure(Status.INTERNAL_ERROR, "the device's peaks were not read before the candidate started")
+        peaks = s.peaks
         env, unit = s.report.environment, s.problem.spec.compute
         env.peak_copy_gbps, env.peak_tflops = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1)
         env.peak_unit = unit
@@ -78,7 +82,8 @@ class TimedPhase:
 
     def load_baseline(self, s: Session, b: Impl, wk: Worker) -> None:
         path, func = s.problem.impl_path(b.impl)
-        s.load(wk, {"baseline": {"file": str(path), "func": func}}, f"loading baseline {b.name}", timeout_s=300)
+        s.load(wk, {"baseline": {"file": str(path), "func": func, "source": s.baseline_sources[b.impl]}},
+               f"loading baseline {b.name}", timeout_s=300)
 
     def on_baseline(self, s: Session, b: Impl, step: Step[T]) -> Generator[Event, None, T]:
         """`step` with baseline `b`'s worker. If that worker is killed or stopped from outside
@@ -107,7 +112,7 @@ class TimedPhase:
         buffers.map_slots(s, s.candidate, slots, counts)
         tel_before = device.telemetry(s.require_gpu().index)
         before = yield from self.time_baselines(s, wid, "before", slots)
-        stats, checked = yield from self.time_candidate(s, j, w, slots, counts)
+        stats, checked, excess = yield from self.time_candidate(s, j, w, slots, counts)
         floor_ms = self.floor(s, w, stats, peaks)
         after = yield from self.time_baselines(s, wid, "after", slots)
         tel_after = device.telemetry(s.require_gpu().index)
@@ -116,7 +121,8 @@ class TimedPhase:
         return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
                            gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
                            baselines=sandwich(s, before, after, stats), rechecked_slots=checked,
-                           telemetry_before=tel_before, telemetry_after=tel_after)
+                           telemetry_before=tel_before, telemetry_after=tel_after,
+                           stamp_excess_ms=None if excess is None else round(excess, 6))
 
     def time_baselines(self, s: Session, wid: str, when: str, slots: Slots) -> Generator[Event, None, dict[str, Stats]]:
         """Each baseline timed on the shape's slots (mapped into its worker "before", and into a
@@ -145,29 +151,33 @@ class TimedPhase:
         buffers.unmap(s, [s.candidate])
 
     def time_candidate(self, s: Session, j: int, w: Workload, slots: Slots,
-                       counts: Buffer) -> Generator[Event, None, tuple[Stats, int]]:
-        """The candidate's timed batches, each on fresh inputs and checked after; its Stats and
-        how many timed outputs were re-checked."""
+                       counts: Buffer) -> Generator[Event, None, tuple[Stats, int, float | None]]:
+        """The candidate's timed batches, each on fresh inputs and checked after; its Stats, how
+        many timed outputs were re-checked, and the stamps' largest excess (BatchChecks.excess_ms)."""
         wid = workload_id(w)
-        fresh = self.batch_guards(s, j, w, slots, counts)
+        checks = BatchChecks(s, s.candidate, w, slots, counts)
+        fresh = self.batch_guards(s, j, w, slots, counts, checks)
         try:
             stats = yield from self.time(s, s.candidate, wid, "candidate", s.opts.policy, max_k=len(slots.bufs),
                                          before_batch=fresh.before, after_batch=fresh.after,
                                          after_warmup=fresh.after_warmup)
-            return stats, fresh.finish()
+            return stats, fresh.finish(), checks.excess_ms
         except InputsModified as e:
             raise RunFailure(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
                              "inputs are read-only") from None
 
-    def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer) -> FreshBatches:
-        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py), with
-        the stash its re-check keeps calls in (judge/engine/stash.py)."""
+    def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer,
+                     checks: BatchChecks | None = None) -> FreshBatches:
+        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py): the
+        records, stamps, fingerprints and guard regions of `checks` (judge/engine/batch_checks.py),
+        and the stash its re-check keeps calls in (judge/engine/stash.py)."""
         wid = workload_id(w)
+        checks = checks or BatchChecks(s, s.candidate, w, slots, counts)
         return FreshBatches(len(slots.bufs),
                             redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d),
                             changed=lambda ids: inputs_changed(s, slots, ids),
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
-                            zero=lambda: guards.zero(s, counts),
+                            zero=checks.start, verify=checks.verify,
                             reservoir=Stash(s, j, w, slots).reservoir())
 
     def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,

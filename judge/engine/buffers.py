@@ -27,12 +27,14 @@ SLOTS_MEMORY_FRACTION = 0.4  # of the free device memory, at most, for a shape's
 
 
 def alloc(s: Session, tag: str, w: Workload) -> dict[str, Buffer]:
-    """One buffer per tensor parameter, named `tag:NAME`."""
+    """One buffer per tensor parameter, named `tag:NAME`, each with its guard region (an input's or
+    an output's: judge/gpu/guard_regions.py)."""
     bufs = {}
     with memory(s, f"the buffers of {workload_id(w)}"):
         for p in s.problem.tensors:
             dtype = p.ctype.element.dtype  # type: ignore[union-attr]
-            bufs[p.name] = s.device_buffers().alloc(f"{tag}:{p.name}", dtype, s.problem.shape_of(p.name, w))
+            bufs[p.name] = s.device_buffers().alloc(f"{tag}:{p.name}", dtype, s.problem.shape_of(p.name, w),
+                                                    output=p.ctype.is_output)
     return bufs
 
 

@@ -1,9 +1,11 @@
 """The correctness phase: the problem's tests, then hidden tests drawn from the run's secret.
 
 Each test is one call of solve() in the candidate worker, with the parent's guards around it:
-outputs poisoned before the call and their completeness counted right after it, input checksums,
-then the problem's check against the reference (judge/engine/buffers.py). The first failure ends
-the run with its verdict; hidden shapes are named only by their number (judge/problem/hidden.py).
+outputs poisoned before the call, their completeness counted and fingerprinted right after it,
+input checksums, then the problem's check against the reference (judge/engine/buffers.py), the
+guard regions after every buffer, and the parent's own fingerprint of the outputs. The first
+failure ends the run with its verdict; hidden shapes are named only by their number
+(judge/problem/hidden.py).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from judge.engine.outcome import RunFailure, incomplete
 from judge.engine.session import Session
 from judge.gpu import integrity
 from judge.problem.spec import Workload, workload_id
-from judge.worker.protocol import POISON_BYTES
+from judge.worker.protocol import CHECK_COUNT, POISON_BYTES
 
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
@@ -79,7 +81,7 @@ def test_one(s: Session, case: Case) -> tuple[TestCase, RunFailure | None]:
                 RunFailure(f.status, f"on {case.where}: {f.message}"))
     result = buffers.check(s, case.workload, bufs, expected)
     result.workload, result.hidden = case.label, case.hidden
-    failure = judge_call(s, case, result, inputs, sums, counts)
+    failure = judge_call(s, case, result, inputs, sums, counts, bufs)
     if failure and result.passed:
         result.passed, result.error = False, failure.message
     s.ask(s.candidate, "unmap", 60, "unmapping buffers")
@@ -89,15 +91,22 @@ def test_one(s: Session, case: Case) -> tuple[TestCase, RunFailure | None]:
 
 
 def judge_call(s: Session, case: Case, result: TestCase, inputs: dict[str, Any],
-               sums: dict[str, tuple[int, int]], counts: Buffer) -> RunFailure | None:
-    """The call's verdict, in order: a wrong output, a modified input, an incomplete output."""
+               sums: dict[str, tuple[int, int]], counts: Buffer, bufs: dict[str, Buffer]) -> RunFailure | None:
+    """The call's verdict, in order: a wrong output, a modified input, a write past the end of a
+    buffer, an incomplete output, outputs that changed after the worker's check."""
     if not result.passed:
         return RunFailure(Status.WRONG_ANSWER, f"wrong output on {case.where}")
     if changed := guards.changed(s, inputs, sums, workload_id(case.workload)):
         return RunFailure(Status.REJECTED, f"solve() modified its input {', '.join(changed)} on {case.where}: "
                           "inputs are read-only")
-    if (left := int(counts.tensor[0, 0])) > 0:
+    if failure := guards.overrun(s, bufs, case.where):
+        return failure
+    if (left := int(counts.tensor[0, CHECK_COUNT])) > 0:
         return RunFailure(Status.REJECTED, incomplete(left, case.where))
+    try:
+        guards.require_unchanged(s, counts, [(0, guards.outputs_of(s, bufs))], case.where, test_call=True)
+    except RunFailure as f:
+        return f
     return None
 
 

@@ -19,17 +19,19 @@ from judge.engine.reservoir import Reservoir
 
 
 class FreshBatches:
-    """Hooks for judge/engine/timing.py's `time_target`: `before(k)`, `after(k)`, `after_warmup()`.
-    `redraw(ids, draw)` fills slots `ids`; `changed(ids)` names a modified input or returns "";
-    `counts(k)` raises on an incomplete output; `reservoir` stashes a call of every timed batch
-    and re-checks the ones it kept in `finish()`."""
+    """Hooks for judge/engine/timing.py's `time_target`: `before(k)`, `after(k, times)`,
+    `after_warmup()`. `redraw(ids, draw)` fills slots `ids`; `changed(ids)` names a modified input
+    or returns ""; `counts(k)` raises on an incomplete output; `zero()` runs last before the
+    request; `verify(ids, times)` checks the batch whose call i used slot ids[i] and reported
+    times[i] (judge/engine/batch_checks.py); `reservoir` stashes a call of every timed batch and
+    re-checks the ones it kept in `finish()`."""
 
     def __init__(self, n_slots: int, redraw: Callable[[list[int], int], None],
                  changed: Callable[[list[int]], str], counts: Callable[[int], None], zero: Callable[[], None],
-                 reservoir: Reservoir):
+                 reservoir: Reservoir, verify: Callable[[list[int], list[float]], None] = lambda ids, times: None):
         self.n = n_slots
         self.redraw, self.changed, self.counts, self.zero = redraw, changed, counts, zero
-        self.reservoir = reservoir
+        self.reservoir, self.verify = reservoir, verify
         self.calls = 0  # calls so far, warm-up included: the worker's next slot is calls % n
         self.timed = False
         self.draws = 0
@@ -44,10 +46,11 @@ class FreshBatches:
             self.redraw(self.ids(k), self.draws)
         self.zero()
 
-    def after(self, k: int) -> None:
+    def after(self, k: int, times: list[float]) -> None:
         ids = self.ids(k)
         self.calls += k
         self.counts(k)
+        self.verify(ids, times)
         if not self.timed:
             return
         if modified := self.changed(ids):

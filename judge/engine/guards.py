@@ -3,7 +3,11 @@ around what the worker claims.
 
 - memory blame: device memory exhausted in the parent is the submission's fault once solve() has
   run (its worker holds memory it never freed), the judge's before (`memory`);
-- completeness counts, in a buffer the parent owns (`counter`, `zero`, `require_complete`);
+- check records, in a buffer the parent owns (`counter`, `zero`, `records`): completeness counts
+  (`require_complete`) and the worker's fingerprints of the outputs right after each call, against
+  the parent's own of the final outputs (`require_unchanged`); the GPU stamps are
+  judge/engine/stamps.py's;
+- guard regions after every buffer (`overrun`, judge/gpu/guard_regions.py);
 - the GPU health gate before each phase (`gate`, judge/gpu/health.py);
 - input checksums, and inputs re-drawn before every timed batch (`redraw`, `changed`).
 
@@ -18,13 +22,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from judge.contract.verdict import Status
-from judge.engine.outcome import RunFailure, incomplete
+from judge.engine.outcome import RunFailure, changed_after, incomplete, wrote_past_end
 from judge.engine.session import Session
 from judge.gpu import health, integrity
 from judge.gpu.cudart import CudaError
 from judge.problem.spec import Workload
 from judge.worker.client import KILLED
-from judge.worker.protocol import CHECK_WORDS
+from judge.worker.protocol import CHECK_COUNT, CHECK_FINGERPRINT, CHECK_STRIDE
 
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
@@ -50,12 +54,12 @@ def oom(s: Session, what: str, detail: str) -> RunFailure:
     return RunFailure(Status.INTERNAL_ERROR, f"device memory exhausted allocating {what}: {detail}")
 
 
-# -- completeness counts --------------------------------------------------------------------------
+# -- check records (judge/worker/protocol.py's CHECK_STRIDE layout) --------------------------------
 def counter(s: Session, tag: str, n: int) -> Buffer:
-    """A check record per call (protocol.CHECK_STRIDE bytes: the completeness count first), in a
-    buffer the parent owns (judge/gpu/integrity.py)."""
+    """A check record per call (count, fingerprint, two GPU stamps: CHECK_STRIDE bytes), in a
+    buffer the parent owns; as a tensor, n rows of CHECK_STRIDE // 8 int64."""
     with memory(s, "the completeness counts"):
-        buf = s.device_buffers().alloc(f"{tag}#completeness", "int64", (n, CHECK_WORDS))
+        buf = s.device_buffers().alloc(f"{tag}#completeness", "int64", (n, CHECK_STRIDE // 8))
     buf.tensor.zero_()
     return buf
 
@@ -65,11 +69,46 @@ def zero(s: Session, counts: Buffer) -> None:
     s.torch.cuda.synchronize()
 
 
+def records(counts: Buffer, k: int) -> list[list[int]]:
+    """The first `k` records, each [count, fingerprint, start stamp, end stamp] as unsigned ints."""
+    return [[v & integrity.MASK64 for v in row] for row in counts.tensor[:k].tolist()]
+
+
 def require_complete(counts: Buffer, k: int, where: str) -> None:
     """The first `k` calls' counts must all be zero: no output word still held the poison."""
-    left = int(counts.tensor[:k, 0].sum())
+    left = int(counts.tensor[:k, CHECK_COUNT].sum())
     if left:
         raise RunFailure(Status.REJECTED, incomplete(left, where))
+
+
+def require_unchanged(s: Session, counts: Buffer, calls: list[tuple[int, list[tuple[Buffer, int]]]],
+                      where: str, test_call: bool = False) -> None:
+    """Each (record index, [(output buffer, salt)]) of `calls`: the fingerprint the worker took right
+    after the call must be the parent's own of the outputs now. Only calls whose outputs no later
+    call of the request overwrote can be compared (a batch uses each slot at most once)."""
+    if not calls:
+        return
+    with memory(s, f"the fingerprints of {where}"):
+        now = s.witness().fingerprints([outputs for _, outputs in calls])
+    recorded = counts.tensor[:, CHECK_FINGERPRINT].tolist()
+    for (i, _), mine in zip(calls, now):
+        if recorded[i] & integrity.MASK64 != mine:
+            raise RunFailure(Status.REJECTED, changed_after(where, test_call))
+
+
+def outputs_of(s: Session, bufs: dict[str, Buffer]) -> list[tuple[Buffer, int]]:
+    """A call's outputs with their salts: output j (the order the worker is told them) has salt j."""
+    return [(bufs[p.name], j) for j, p in enumerate(s.problem.outputs)]
+
+
+# -- guard regions (judge/gpu/guard_regions.py) -----------------------------------------------------
+def overrun(s: Session, bufs: dict[str, Buffer], where: str) -> RunFailure | None:
+    """REJECTED when solve() wrote into the guard region after one of `bufs` (outputs first)."""
+    with memory(s, f"the guard regions of {where}"):
+        for name, b in sorted(bufs.items(), key=lambda nb: not nb[1].output):
+            if reach := b.overrun():
+                return RunFailure(Status.REJECTED, wrote_past_end(name, b.output, reach, where))
+    return None
 
 
 # -- the health gate ------------------------------------------------------------------------------

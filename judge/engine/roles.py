@@ -111,3 +111,11 @@ def impossible_time(worker: Worker, where: str, why: object) -> RunFailure:
     baseline) the judge's problem."""
     status = Status.REJECTED if is_candidate(worker) else Status.INTERNAL_ERROR
     return blame(worker, RunFailure(status, f"impossible time on {where}: {why}"))
+
+
+def times_disagree(worker: Worker, where: str, why: object) -> RunFailure:
+    """Reported times that the judge's GPU timestamps contradict (judge/engine/stamps.py): the
+    candidate's tampering, or (in a baseline) the judge's problem."""
+    status = Status.REJECTED if is_candidate(worker) else Status.INTERNAL_ERROR
+    return blame(worker, RunFailure(status, f"the worker's reported times disagree with the judge's GPU "
+                                            f"timestamps on {where}: {why}"))

@@ -11,10 +11,14 @@ the timed phase (benchmarks.py); a failure anywhere is a `RunFailure` (outcome.p
 worker's role (roles.py). `judge compare` (compare.py) builds its own session from the same parts;
 `judge watch` (judge/practice/watch.py) passes a `Warm` state: a started worker and cached references.
 
-Runtime defences (docs/security.md): poisoned outputs counted on the worker's stream right after
-each call (judge/gpu/integrity.py), input checksums, hidden test shapes (judge/problem/hidden.py),
-inputs drawn anew for every timed call (judge/engine/fresh.py), timed outputs re-checked, times
-bounded by the wall clock and the roofline, and a GPU health gate before each phase (judge/gpu/health.py).
+Runtime defences (docs/security.md): poisoned outputs counted and fingerprinted on the worker's
+stream right after each call (judge/gpu/integrity.py) and fingerprinted again by the parent,
+guard regions after every buffer (judge/gpu/guard_regions.py), input checksums, hidden test shapes
+(judge/problem/hidden.py), inputs drawn anew for every timed call (judge/engine/fresh.py), timed
+outputs re-checked, times bounded by the wall clock, the roofline and the parent's own GPU stamps
+(judge/engine/stamps.py), and a GPU health gate before each phase (judge/gpu/health.py). Whatever
+the parent reads from a file during the run is read before any of the candidate's code runs
+(`preload`): the worker's user could rewrite the file.
 """
 from __future__ import annotations
 
@@ -61,6 +65,7 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
     try:
         arch = check_source(s, source)
         prepared = yield from build_and_start(s, source, arch)
+        preload(s)
         yield Stage("starting the worker")
         s.load(s.candidate, prepared.load)
         yield from phases.correctness(s)
@@ -116,9 +121,40 @@ def build_and_start(s: Session, source: Path, arch: str) -> Generator[Event, Non
 
 
 def start_workers(s: Session) -> None:
-    """The candidate's worker, the baselines' (submit mode) and the parent's torch."""
+    """The candidate's worker, the baselines' (submit mode) and the parent's torch. The device's
+    peaks are read from their cache first, before any worker exists."""
     guards.gate(s, "starting")  # a killed worker of an earlier run may still hold memory
+    if timed(s) and s.gpu is not None:
+        s.peaks = device.cached_peaks(s.gpu)
     s.candidate = s.spawn(CANDIDATE)
     if s.opts.mode == "submit":
         s.baselines = [(b, s.spawn(baseline_role(b.name), torch=True)) for b in s.problem.baselines]
     s.start_torch()
+
+
+def timed(s: Session) -> bool:
+    return s.opts.mode == "submit" and bool(s.problem.spec.benchmarks)
+
+
+def preload(s: Session) -> None:
+    """Everything the parent (and the baselines' workers) will read from a file during the run, read
+    now, before the candidate's library is loaded (its static constructors are its first code): the
+    problem's reference and custom check (imported once, kept by judge/problem/pyfile.py), the text
+    of each baseline's file (its worker executes that text, not the file), the judge's own modules
+    the engine imports late, and the device's peaks (measured now when the cache had none)."""
+    import judge.problem.hidden  # noqa: F401 — the judge's own modules, imported late by the engine
+    from judge.problem import workloads
+    from judge.problem.checks.custom import Custom
+
+    problem = s.problem
+    try:
+        workloads.load_function(problem, problem.spec.reference)
+        if isinstance(problem.spec.check, Custom):
+            problem.spec.check.function()
+        if s.opts.mode == "submit":
+            s.baseline_sources = {b.impl: problem.impl_path(b.impl)[0].read_text() for b in problem.baselines}
+    except Exception as e:  # noqa: BLE001 — the problem's files are the judge's
+        raise RunFailure(Status.INTERNAL_ERROR,
+                         f"loading {problem.name}'s Python files: {type(e).__name__}: {e}") from None
+    if timed(s) and s.peaks is None:
+        s.peaks = device.peaks(s.require_gpu())

@@ -30,6 +30,7 @@ from judge.worker.protocol import Op
 if TYPE_CHECKING:
     from judge.gpu.cudart import Runtime
     from judge.gpu.devmem import DeviceBuffers
+    from judge.gpu.witness import Witness
 
 
 class Warm(Protocol):
@@ -82,8 +83,13 @@ class Session:
         self.torch: Any = None  # the torch module, once `start_torch()` ran (imported late: a cold start)
         self.rt: Runtime | None = None
         self.buffers: DeviceBuffers | None = None
+        self.view: Witness | None = None  # the parent's own fingerprints and GPU stamps (judge/gpu/witness.py)
         self.called = False  # has a candidate run solve() yet (who is to blame for an OOM)
         self.restarted: set[str] = set()  # roles of the baselines whose worker was restarted (`restart`)
+        # Read before any of the candidate's code runs (judge/engine/run.py's `preload`): the device's
+        # measured peaks, and the text of every baseline's file (what its worker executes).
+        self.peaks: device.Peaks | None = None
+        self.baseline_sources: dict[str, str] = {}
 
     # -- what the parts read ----------------------------------------------------------------------
     @property
@@ -100,6 +106,11 @@ class Session:
         if self.buffers is None:
             raise RuntimeError("the session's device buffers are not set up (start_torch)")
         return self.buffers
+
+    def witness(self) -> Witness:
+        if self.view is None:
+            raise RuntimeError("the session has no view of the device (start_torch)")
+        return self.view
 
     def require_gpu(self) -> device.GpuInfo:
         if self.gpu is None:
@@ -166,6 +177,7 @@ class Session:
 
         from judge.gpu.cudart import Runtime
         from judge.gpu.devmem import DeviceBuffers
+        from judge.gpu.witness import witness
 
         try:
             index = device.cuda_index(self.opts.device)
@@ -176,6 +188,7 @@ class Session:
         self.torch = torch
         self.rt = Runtime(index)
         self.buffers = DeviceBuffers(self.rt)
+        self.view = witness(torch)
         env = self.report.environment
         env.torch = torch.__version__
         env.cuda_runtime = torch.version.cuda

@@ -43,12 +43,12 @@ class Timer:
 
     def __init__(self, worker: Worker, policy: TimingPolicy, timeout_s: float,
                  before_batch: Callable[[int], object] | None = None,
-                 after_batch: Callable[[int], object] | None = None, max_k: int | None = None):
-        """`before_batch(k)` and `after_batch(k)` run in the parent around every batch (warm-up
-        included): the pipeline clears and reads the completeness counts there, re-draws the
-        inputs and stashes a call for the re-check. `max_k` caps the calls per batch after the
-        warm-up (the pipeline's input slots: with one fresh draw per batch, no timed call sees
-        inputs an earlier call saw)."""
+                 after_batch: Callable[[int, list[float]], object] | None = None, max_k: int | None = None):
+        """`before_batch(k)` and `after_batch(k, times)` run in the parent around every batch (warm-up
+        included; `times` are the batch's reported times): the pipeline clears and reads the check
+        records there, compares the times with the GPU's stamps, re-draws the inputs and stashes a
+        call for the re-check. `max_k` caps the calls per batch after the warm-up (the pipeline's
+        input slots: with one fresh draw per batch, no timed call sees inputs an earlier call saw)."""
         self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
         self.before_batch, self.after_batch, self.max_k = before_batch, after_batch, max_k
         self.per_call = False  # becomes True once the warm-up shows long calls
@@ -95,7 +95,7 @@ class Timer:
         if k == 1 and rest > 0:
             time.sleep(times[0] * rest / 1000)
         if self.after_batch:
-            self.after_batch(k)
+            self.after_batch(k, times)
         return times
 
     def warm_up(self) -> None:
@@ -126,7 +126,7 @@ class Timer:
 
 def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,
                 progress: Callable[[int], T], before_batch: Callable[[int], object] | None = None,
-                after_batch: Callable[[int], object] | None = None,
+                after_batch: Callable[[int, list[float]], object] | None = None,
                 after_warmup: Callable[[], object] | None = None,
                 max_k: int | None = None) -> Generator[T, None, Stats]:
     """Yields progress events (whatever `progress(n)` makes, n: timed calls so far); returns the

@@ -130,15 +130,25 @@ class Peaks:
                 "bf16_tensor": self.bf16_tensor_tflops}[unit]
 
 
-def peaks(gpu: GpuInfo) -> Peaks:
-    """Measured peaks for this GPU, from the cache or measured now (a few seconds, once)."""
+def cached_peaks(gpu: GpuInfo) -> Peaks | None:
+    """This GPU's peaks from the cache, or None. The engine reads them before any submitted code
+    runs: the cache is a file (docs/security.md, "Read before the candidate runs")."""
     path = cache_root() / "devices" / f"{gpu.uuid}.json"
     if path.exists():
         try:
             return Peaks(**json.loads(path.read_text()))
         except (ValueError, TypeError):
             pass
+    return None
+
+
+def peaks(gpu: GpuInfo) -> Peaks:
+    """Measured peaks for this GPU, from the cache or measured now (a few seconds, once)."""
+    cached = cached_peaks(gpu)
+    if cached is not None:
+        return cached
     p = _measure(gpu)
+    path = cache_root() / "devices" / f"{gpu.uuid}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(asdict(p), indent=1))
     return p

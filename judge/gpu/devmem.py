@@ -1,14 +1,18 @@
 """Device buffers the parent owns and shares with workers through CUDA IPC, seen as torch tensors.
 
-Buffers are plain `cudaMalloc` allocations (one per tensor), so an IPC handle maps exactly
-that tensor into a worker and nothing else of the parent's memory.
+Buffers are plain `cudaMalloc` allocations (one per tensor), so an IPC handle maps that tensor
+and its guard region into a worker and nothing else of the parent's memory. Every allocation ends
+in a guard region (judge/gpu/guard_regions.py): the tensor's `nbytes`, the size the worker is
+told, then at least GUARD_BYTES of slack the parent fills and checks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from judge.gpu import guard_regions
 from judge.gpu.cudart import Runtime
 
 
@@ -33,10 +37,17 @@ class Buffer:
     shape: tuple[int, ...]
     tensor: torch.Tensor
     handle: str
+    slack: Any = None  # uint8 view of the guard region after the tensor (None: no guard region)
+    expected: Any = None  # what the guard region must still hold (the parent's copy)
+    output: bool = True
 
     def wire(self) -> dict:
         return {"id": self.id, "handle": self.handle, "nbytes": self.nbytes, "dtype": self.dtype,
                 "shape": list(self.shape)}
+
+    def overrun(self) -> int:
+        """How many bytes past the end solve() wrote (0: the guard region is intact)."""
+        return 0 if self.slack is None else guard_regions.overrun(self.slack, self.expected)
 
 
 class DeviceBuffers:
@@ -46,13 +57,17 @@ class DeviceBuffers:
         self.rt = runtime
         self.buffers: dict[str, Buffer] = {}
 
-    def alloc(self, id: str, dtype: str, shape: tuple[int, ...]) -> Buffer:
+    def alloc(self, id: str, dtype: str, shape: tuple[int, ...], output: bool = True) -> Buffer:
+        """A buffer for a tensor of `dtype` and `shape` and its guard region, filled for an output
+        (`output`) or an input (judge/gpu/guard_regions.py)."""
         itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         nbytes = max(1, itemsize * _numel(shape))
-        ptr = self.rt.malloc(nbytes)
+        total = guard_regions.padded(nbytes)
+        ptr = self.rt.malloc(total)
+        slack = tensor_at(ptr + nbytes, total - nbytes, "uint8", (total - nbytes,))
         buf = Buffer(id, ptr, nbytes, dtype, tuple(shape), tensor_at(ptr, nbytes, dtype, shape)
                      if _numel(shape) else torch.empty(shape, dtype=getattr(torch, dtype), device="cuda"),
-                     self.rt.ipc_handle(ptr).hex())
+                     self.rt.ipc_handle(ptr).hex(), slack, guard_regions.fill(slack, dtype, output), output)
         self.buffers[id] = buf
         return buf
 

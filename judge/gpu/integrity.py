@@ -6,8 +6,10 @@ a correct output holds no NaN), or a value within 2^16 of INT32_MIN for int32 ou
 problem's correct output comes near it). Any element left unwritten fails the output check.
 
 Completeness kernel. Right after the end event of a call, before any device-wide
-synchronisation, the worker enqueues `judge_count16/32`: it counts the output words still equal
-to the pattern and adds the count to a buffer the parent owns. Work that solve() pushed to a
+synchronisation, the worker enqueues `judge_check16/32`: it counts the output words still equal
+to the pattern and adds the count to the call's record in a buffer the parent owns
+(judge/worker/protocol.py's CHECK_STRIDE layout; `judge_count16/32`, the count alone, stays for
+the workers that have not moved to the records yet). Work that solve() pushed to a
 non-blocking stream has not finished when it runs: the count is not zero, and the parent
 REJECTS. It runs on the worker's own *blocking* stream of the highest priority: a blocking
 stream is ordered with the legacy default stream both ways (the count starts after the end
@@ -17,6 +19,13 @@ the very work it must catch. (A persistent side kernel that holds every SM still
 the roofline floor in the pipeline catches the time such a call reports.) The kernels are
 judge code (`integrity_kernels.cu`), compiled to PTX once (`integrity_kernels.ptx`) and loaded
 with the driver API in the worker (`Kernels`), which never imports torch.
+
+Fingerprint. The same pass (`judge_check16/32`) adds a fingerprint of each output, a wrapping sum
+of `mix(word, index, salt)` over its words, to the call's record (judge/worker/protocol.py's
+CHECK_STRIDE layout). After the request the parent fingerprints the outputs again, in its own
+context with the same kernel (`Kernels.check`, judge/gpu/witness.py): work that finished after the
+end event (a side stream the count did not wait for) makes the two differ. `fingerprint` is the
+kernel's reference on the CPU.
 
 Input checksums. The parent keeps a checksum of every input before a call (or a batch) and
 compares after it: a submission that zeroes, scribbles on or uses its inputs as scratch is
@@ -64,12 +73,18 @@ _MAX_BLOCKS = 2048
 
 
 class Kernels:
-    """The worker's fill and count kernels, on the legacy default stream (driver API, no torch).
+    """The judge's fill, check and stamp kernels (driver API, no torch), in the current context.
 
-    The runtime has made the device's primary context current (cudaSetDevice + cudaFree(0)), so
-    the module loads into the same context as the submission and the events."""
+    In the worker the runtime has made the device's primary context current (cudaSetDevice +
+    cudaFree(0)), so the module loads into the same context as the submission and the events, and
+    `count_stream=True` adds the worker's blocking count stream of the highest priority. In the
+    parent (judge/gpu/witness.py) it loads into the parent's own context; its launches go to the
+    legacy default stream (`stream=None`)."""
 
-    def __init__(self):
+    NAMES = ("judge_fill16", "judge_fill32", "judge_count16", "judge_count32", "judge_check16", "judge_check32",
+             "judge_stamp")
+
+    def __init__(self, count_stream: bool = True):
         from judge.gpu.cudart import CudaError
 
         self._err = CudaError
@@ -87,11 +102,11 @@ class Kernels:
         self._check(self.lib.cuModuleLoadData(ctypes.byref(self.module), self._image),
                     "loading the judge's completeness kernels")
         self.fn = {}
-        for name in ("judge_fill16", "judge_fill32", "judge_count16", "judge_count32"):
+        for name in self.NAMES:
             f = vp()
             self._check(self.lib.cuModuleGetFunction(ctypes.byref(f), self.module, name.encode()), name)
             self.fn[name] = f
-        self.stream = self._count_stream()
+        self.stream = self._count_stream() if count_stream else 0
 
     def _count_stream(self) -> int:
         """A blocking stream (ordered with the legacy default stream) of the highest priority."""
@@ -113,12 +128,12 @@ class Kernels:
             text = (name.value or b"CUDA_ERROR").decode()
             raise self._err(code, text, f"driver error {code}", where)
 
-    def _launch(self, name: str, n: int, args: list, stream: int | None = None) -> None:
+    def _launch(self, name: str, n: int, args: list, stream: int | None = None, block: int = _BLOCK) -> None:
         if n <= 0:
             return
-        blocks = max(1, min(_MAX_BLOCKS, (n + _BLOCK - 1) // _BLOCK))
+        blocks = max(1, min(_MAX_BLOCKS, (n + block - 1) // block))
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])  # args outlive the call
-        self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, _BLOCK, 1, 1, 0, stream, params, None),
+        self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, block, 1, 1, 0, stream, params, None),
                     name)
 
     def fill(self, ptr: int, nbytes: int, width: int, word: int) -> None:
@@ -134,8 +149,69 @@ class Kernels:
         self._launch(f"judge_count{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
                                                    ctypes.c_void_p(counter)], stream)
 
+    def check(self, ptr: int, nbytes: int, width: int, word: int, salt: int, out: int, stream: int | None) -> None:
+        """Add to the u64 pair at `out` how many words at `ptr` still hold `word` ([0]) and their
+        fingerprint with `salt` ([1], wrapping): `fingerprint`'s sum, on the device."""
+        n = words(nbytes, width)
+        value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
+        self._launch(f"judge_check{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
+                                                   ctypes.c_ulonglong(salt), ctypes.c_void_p(out)], stream)
+
+    def stamp(self, out: int, stream: int | None) -> None:
+        """Write the GPU's %globaltimer (ns) to the u64 at `out`, in `stream`'s order (one thread)."""
+        self._launch("judge_stamp", 1, [ctypes.c_void_p(out)], stream, block=1)
+
 
 # -- parent side (torch) ---------------------------------------------------------------------------
+MASK64 = (1 << 64) - 1
+_GOLDEN, _MUL1, _MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def fingerprinted(dtype: str) -> bool:
+    """Whether outputs of `dtype` are counted and fingerprinted (they have a poison word)."""
+    return dtype in WIDTH
+
+
+def mix(word: int, i: int, salt: int) -> int:
+    """judge_mix of integrity_kernels.cu, one word (unsigned, zero-extended) at index `i`."""
+    x = (word ^ (i * _GOLDEN) ^ (salt << 56)) & MASK64
+    x ^= x >> 30
+    x = (x * _MUL1) & MASK64
+    x ^= x >> 27
+    x = (x * _MUL2) & MASK64
+    return x ^ (x >> 31)
+
+
+def fingerprint(words, salt: int) -> int:
+    """The fingerprint `judge_check16/32` adds for a tensor of 16- or 32-bit words (any integer or
+    float dtype of that width, on the CPU): Σ_i mix(word_i, i, salt) mod 2^64. Vectorised in
+    int64, whose arithmetic wraps as the kernel's u64 does (shifts made logical by masks)."""
+    import torch
+
+    w = words.reshape(-1)
+    if w.numel() == 0:
+        return 0
+    width = w.element_size()
+    assert width in (2, 4), "the fingerprint is defined over 16- and 32-bit words"
+    x = w.view(torch.int16 if width == 2 else torch.int32).to(torch.int64) & ((1 << (8 * width)) - 1)
+    i = torch.arange(x.numel(), dtype=torch.int64)
+    x = x ^ (i * _signed(_GOLDEN)) ^ _signed((salt << 56) & MASK64)
+    for shift, mul in ((30, _MUL1), (27, _MUL2)):
+        x = x ^ _shr(x, shift)
+        x = x * _signed(mul)
+    x = x ^ _shr(x, 31)
+    return int(x.sum(dtype=torch.int64)) & MASK64
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _shr(x, s: int):
+    """Logical right shift of int64 words."""
+    return (x >> s) & ((1 << (64 - s)) - 1)
+
+
 def _int_view(t):
     import torch
 

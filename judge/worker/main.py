@@ -27,6 +27,7 @@ import random
 import signal
 import sys
 import time
+import types
 from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
@@ -62,10 +63,7 @@ class Worker:
     # -- commands ---------------------------------------------------------------------------
     def init(self, params: list[dict], baseline: dict) -> dict:
         self.params = params
-        spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
-        module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        func = getattr(module, baseline["func"])
+        func = getattr(baseline_module(baseline), baseline["func"])
         names = [p["name"] for p in params]
         self.call_target = lambda args: func(**dict(zip(names, args)))
         return {}
@@ -154,6 +152,21 @@ class Worker:
         if rest > 0 and not per_call:
             time.sleep(sum(times) * rest / 1000)
         return {"times_ms": times, "calls": self.next_slot}
+
+
+def baseline_module(baseline: dict) -> types.ModuleType:
+    """A baseline's module: from `source`, the text of its file as the parent read it before any
+    of the candidate's code ran (docs/security.md: the file may have been rewritten since), or
+    from the file itself when no text came."""
+    if "source" in baseline:
+        module = types.ModuleType("judge_problem_reference")
+        module.__file__ = baseline["file"]
+        exec(compile(baseline["source"], baseline["file"], "exec"), module.__dict__)
+        return module
+    spec = importlib.util.spec_from_file_location("judge_problem_reference", baseline["file"])
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def _not_loaded(args: list) -> object:

@@ -39,15 +39,20 @@ OPS: frozenset[str] = frozenset(get_args(Op))
 # keeps this many check records (CHECK_STRIDE bytes each) for a benchmark shape.
 MAX_CALLS_PER_BATCH = 1000
 
-# The parent's `counter` buffer: per timed call i, four u64 at counter + CHECK_STRIDE * i, written by
-# the candidate worker's judge kernels (judge/gpu/integrity_kernels.cu):
-#   [0] words of the outputs still holding the poison, [1] the outputs' fingerprint (judge_check,
-#   each output salted with its index among the call's outputs; only outputs whose dtype has a
-#   poison pattern, judge/gpu/integrity.py's WIDTH, are checked), [2] the GPU's %globaltimer just
-#   before the start event, [3] just after the end event (judge_stamp). A `call` with a counter
-#   writes [0] and [1] at counter + 0 (its outputs with a `word`).
+# The parent's `counter` buffer (named in `call` and `prepare`) holds one record of CHECK_STRIDE
+# bytes per timed call i of a batch, at counter + CHECK_STRIDE * i, four u64 written by the
+# worker on the device (judge/gpu/integrity_kernels.cu):
+#   [CHECK_COUNT]       words of the call's outputs still holding the poison after its end event,
+#   [CHECK_FINGERPRINT] Σ over those outputs of judge_check's fingerprint, output j of the call's
+#                       slot (in the order `prepare` lists them) with salt j (wrapping u64),
+#   [CHECK_START]       %globaltimer (ns) stamped on the default stream just before the start event,
+#   [CHECK_END]         %globaltimer stamped on the default stream just after the end event.
+# `call` (a test call) writes [CHECK_COUNT] and [CHECK_FINGERPRINT] of record 0, no stamps. An
+# output whose dtype has no poison word (integrity.WIDTH) is neither counted nor fingerprinted.
+# The parent zeroes the records before every request and reads them after it.
 CHECK_STRIDE = 32
 CHECK_WORDS = CHECK_STRIDE // 8
+CHECK_COUNT, CHECK_FINGERPRINT, CHECK_START, CHECK_END = range(CHECK_WORDS)
 
 # The L2 flush before every timed call writes max(2 x L2, this) bytes.
 FLUSH_MIN_BYTES = 64 << 20

@@ -21,6 +21,7 @@ from judge.gpu import device, health
 from judge.gpu.cudart import CudaError
 from judge.problem import spec
 from judge.worker.client import WorkerFailure
+from judge.worker.protocol import CHECK_COUNT, CHECK_FINGERPRINT
 
 # kind of WorkerFailure -> (the candidate's status, how its message starts)
 CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
@@ -296,9 +297,9 @@ def test_incomplete_outputs_are_rejected(vector_add):
     s = cpu_session(vector_add)
     counts = guards.counter(s, "bench0", 4)
     guards.require_complete(counts, 4, "n=7")
-    counts.tensor[2, 1:] = 7  # a fingerprint and stamps: not counts
+    counts.tensor[2, CHECK_FINGERPRINT:] = 7  # a fingerprint and stamps: not counts
     guards.require_complete(counts, 4, "n=7")
-    counts.tensor[3, 0] = 5
+    counts.tensor[3, CHECK_COUNT] = 5  # call 3's record (judge/worker/protocol.py's CHECK_STRIDE layout)
     guards.require_complete(counts, 3, "n=7")  # only the batch's calls count
     with pytest.raises(RunFailure) as info:
         guards.require_complete(counts, 4, "a timed call on n=7")

@@ -1,0 +1,62 @@
+"""Guard regions: a slack after the end of every buffer the parent shares with the workers
+(docs/security.md, class 9). Workers are told a tensor's size, never the slack's.
+
+A buffer used to be an allocation of exactly its size, whose page (the driver hands out 2 MiB)
+went on past it: a kernel that read or wrote a few elements past the end (a float4 kernel without
+its tail) saw whatever was there and was never caught. Now every buffer is followed by at least
+GUARD_BYTES of slack, filled when it is allocated:
+
+- after an **input**, values that change the answer of a kernel that reads and uses them: for
+  floating types the cycle +inf, NaN, -inf (one element past the end already breaks a sum and a
+  max, three a min, and NaN whatever it touches), for integer types the byte 0x5A in every byte (0x5A5A5A5A: a sum
+  far off, an index far out of range, bin 0x5A of a histogram that masks its index);
+- after an **output**, random bytes (per buffer, from the OS's generator): a kernel cannot write
+  them back by chance.
+
+The parent keeps a copy of each slack (`expected`) and compares after every test call and every
+timed batch (`overrun`): a write past the end of an output or of an input is REJECTED, with how far
+past the end it reached.
+"""
+from __future__ import annotations
+
+import secrets
+
+import torch
+
+GUARD_BYTES = 64 << 10  # at least this much slack after every buffer: a float4 tail, a row of a tile
+ALLOC_ALIGN = 256  # cudaMalloc's alignment: every allocation is rounded up to it
+INT_BYTE = 0x5A  # the slack of integer inputs: 0x5A5A5A5A as int32
+
+
+def padded(nbytes: int) -> int:
+    """The bytes allocated for a buffer of `nbytes`: its slack is the rest (>= GUARD_BYTES)."""
+    total = nbytes + GUARD_BYTES
+    return (total + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN
+
+
+def pattern(nbytes: int, dtype: str, output: bool) -> torch.Tensor:
+    """`nbytes` of slack content on the CPU (uint8) for a buffer of `dtype` (see the module's doc)."""
+    if output:
+        g = torch.Generator().manual_seed(secrets.randbits(63))
+        return torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=g)
+    dt = getattr(torch, dtype)
+    if dt.is_floating_point:
+        cycle = torch.tensor([float("inf"), float("nan"), float("-inf")], dtype=dt).view(torch.uint8)
+    else:
+        cycle = torch.full((1,), INT_BYTE, dtype=torch.uint8)
+    return cycle.repeat(nbytes // cycle.numel() + 1)[:nbytes]
+
+
+def fill(slack: torch.Tensor, dtype: str, output: bool) -> torch.Tensor:
+    """Fill `slack` (a uint8 tensor) with its pattern; returns the copy the parent compares with."""
+    slack.copy_(pattern(slack.numel(), dtype, output).to(slack.device))
+    return slack.clone()
+
+
+def overrun(slack: torch.Tensor, expected: torch.Tensor) -> int:
+    """How many bytes past the end a write reached: the last byte of `slack` that differs from
+    `expected`, plus one; 0 when none differs."""
+    diff = slack != expected
+    if not bool(diff.any()):
+        return 0
+    return int(diff.nonzero().max()) + 1
