@@ -19,12 +19,13 @@ the parent's. The stamps live in memory the candidate's process maps, so code th
 """
 from __future__ import annotations
 
-# The tolerances, generous until the H100 run confirms them (BenchResult.stamp_excess_ms records,
-# per shape, the largest per-batch (Σ stamps - Σ reported) / k for that purpose):
+# The tolerances. Measured on an H100 (2026-11-24): %globaltimer ticks every ~8.5-10.8 us there
+# (judge/gpu/witness.py's estimate), and an honest call's stamps exceed its events by 27-45 us
+# (a 4096^2 matmul in tests/test_gpu.py: 27-39 us; hgemm 06's warm-up at 2048^3: 45 us), more
+# than the stamp kernels' own launches explain; not yet understood. BenchResult.stamp_excess_ms
+# records, per shape, the largest per-batch (Σ stamps - Σ reported) / k, to keep measuring it.
 SLACK_REL = 0.10  # r: the stamps may exceed the reported total by this fraction ...
-SLACK_MS = 0.020  # a: ... plus this per call: the stamp kernels' own run (~2 us each) and the host's
-#                      launch gap between the end event and the second stamp (a few us; more in the
-#                      Python worker, whose next launch waits for the interpreter)
+SLACK_MS = 0.100  # a: ... plus this per call (over 2x the largest excess measured above)
 EPS_MS = 0.005  # a reported time may exceed its stamps by this (timer resolutions: events ~0.5 us,
 #                 %globaltimer 1 us or coarser on some parts) ...
 CLOCK_REL = 1e-3  # ... and by this fraction (the event timer and %globaltimer are separate clocks)
