@@ -22,6 +22,7 @@ from judge.contract.verdict import Status
 from judge.engine.buffers import Slots
 from judge.engine.compare import Interleaved
 from judge.engine.session import Options, Session
+from judge.engine.stats import TimingPolicy
 from judge.gpu import guard_regions, integrity
 from judge.gpu.device import GpuInfo, Peaks
 from judge.worker.client import WorkerFailure
@@ -302,3 +303,15 @@ class FakeInterleaved(Interleaved):
 
     def recheck(self, s, j, w, slots, k):
         self.rechecked.append((j, [n for n, _ in self.log.batches][-1], k))
+
+
+QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+
+
+def drive(gen):
+    """Run a generator to its end; its return value (a phase's result)."""
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
-from fakes import PEAKS, CpuSolver, FakeWorker, cpu_session, record_check, record_stamps
+from fakes import PEAKS, QUICK, CpuSolver, FakeWorker, cpu_session, drive, record_check, record_stamps
 
 from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
@@ -17,12 +17,9 @@ from judge.engine.benchmarks import TimedPhase
 from judge.engine.buffers import make_slots
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import baseline_role
-from judge.engine.stats import TimingPolicy
 from judge.gpu import device, guard_regions, health, integrity
 from judge.problem import spec
 from judge.worker.protocol import CHECK_COUNT, CHECK_FINGERPRINT, CHECK_STRIDE, MAX_CALLS_PER_BATCH
-
-QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
 
 
 @pytest.fixture(autouse=True)
@@ -41,12 +38,6 @@ def reduce_sum():
     return spec.load_problem(PROBLEMS_DIR / "reduce_sum")
 
 
-def drive(gen):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
 
 
 # -- the fingerprint's reference ---------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
-from fakes import GPU, PEAKS, CpuSolver, FakeInterleaved, FakeWorker, Log, cpu_session, fails_on, pair_session
+from fakes import GPU, PEAKS, QUICK, CpuSolver, FakeInterleaved, FakeWorker, Log, cpu_session, fails_on, pair_session
 
 from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
@@ -32,7 +32,6 @@ CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
              "protocol": (Status.REJECTED, "result channel: solve(): no answer"),
              "malformed": (Status.RUNTIME_ERROR, "solve(): no answer")}
 KINDS = sorted(CANDIDATE)
-QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
 LONGER = TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
 
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 from conftest import PROBLEMS_DIR
-from fakes import PEAKS, CpuSolver, FakeWorker, cpu_session
+from fakes import PEAKS, CpuSolver, FakeWorker, cpu_session, drive
 
 from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
@@ -34,12 +34,6 @@ def vector_add():
     return spec.load_problem(PROBLEMS_DIR / "vector_add")
 
 
-def drive(gen):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
 
 
 def run(size: int, batches: list[int], rng: random.Random) -> tuple[list[tuple[int, int]], list, int]:

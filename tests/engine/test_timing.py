@@ -3,21 +3,12 @@ per-call deadlines, batch sizes that keep an honest batch inside them, a warm-up
 from __future__ import annotations
 
 import pytest
-from fakes import FakeWorker
+from fakes import FakeWorker, drive
 
 from judge.engine.stats import TimingPolicy
 from judge.engine.timing import BATCH_SHARE, DEADLINE_SLACK_S, WARMUP_GROWTH, Timer, time_target
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
-
-
-def drive(gen):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
-
 
 POLICY = TimingPolicy(min_samples=20, warmup_ms=0.05, batch_s=0.016, budget_s=10, min_time_s=0.0, rest=0.0)
 
