@@ -8,8 +8,7 @@ problem's correct output comes near it). Any element left unwritten fails the ou
 Completeness kernel. Right after the end event of a call, before any device-wide
 synchronisation, the worker enqueues `judge_check16/32`: it counts the output words still equal
 to the pattern and adds the count to the call's record in a buffer the parent owns
-(judge/worker/protocol.py's CHECK_STRIDE layout; `judge_count16/32`, the count alone, stays for
-the workers that have not moved to the records yet). Work that solve() pushed to a
+(judge/worker/protocol.py's CHECK_STRIDE layout), with the outputs' fingerprint. Work that solve() pushed to a
 non-blocking stream has not finished when it runs: the count is not zero, and the parent
 REJECTS. It runs on the worker's own *blocking* stream of the highest priority: a blocking
 stream is ordered with the legacy default stream both ways (the count starts after the end
@@ -75,16 +74,15 @@ _MAX_BLOCKS = 2048
 class Kernels:
     """The judge's fill, check and stamp kernels (driver API, no torch), in the current context.
 
-    In the worker the runtime has made the device's primary context current (cudaSetDevice +
-    cudaFree(0)), so the module loads into the same context as the submission and the events, and
-    `count_stream=True` adds the worker's blocking count stream of the highest priority. In the
-    parent (judge/gpu/witness.py) it loads into the parent's own context; its launches go to the
-    legacy default stream (`stream=None`)."""
+    In the baseline worker the runtime has made the device's primary context current
+    (cudaSetDevice + cudaFree(0)), so the module loads into the same context as the events; in the
+    parent (judge/gpu/witness.py) into the parent's own context. Launches go to the legacy default
+    stream unless told otherwise. (The candidate's native worker compiles integrity_kernels.cu into
+    itself, with its own high-priority check stream.)"""
 
-    NAMES = ("judge_fill16", "judge_fill32", "judge_count16", "judge_count32", "judge_check16", "judge_check32",
-             "judge_stamp")
+    NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp")
 
-    def __init__(self, count_stream: bool = True):
+    def __init__(self):
         from judge.gpu.cudart import CudaError
 
         self._err = CudaError
@@ -106,20 +104,6 @@ class Kernels:
             f = vp()
             self._check(self.lib.cuModuleGetFunction(ctypes.byref(f), self.module, name.encode()), name)
             self.fn[name] = f
-        self.stream = self._count_stream() if count_stream else 0
-
-    def _count_stream(self) -> int:
-        """A blocking stream (ordered with the legacy default stream) of the highest priority."""
-        from judge.gpu.cudart import check, load
-
-        rt = load()
-        least, greatest = ctypes.c_int(), ctypes.c_int()
-        check(rt.cudaDeviceGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)),
-              "cudaDeviceGetStreamPriorityRange")
-        s = ctypes.c_void_p()
-        check(rt.cudaStreamCreateWithPriority(ctypes.byref(s), ctypes.c_uint(0), greatest),
-              "cudaStreamCreateWithPriority")
-        return s.value or 0
 
     def _check(self, code: int, where: str) -> None:
         if code != 0:
@@ -141,13 +125,6 @@ class Kernels:
         n = words(nbytes, width)
         value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
         self._launch(f"judge_fill{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n)])
-
-    def count(self, ptr: int, nbytes: int, width: int, word: int, counter: int, stream: int | None) -> None:
-        """Add to the u64 at `counter` how many words at `ptr` still hold the pattern."""
-        n = words(nbytes, width)
-        value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
-        self._launch(f"judge_count{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
-                                                   ctypes.c_void_p(counter)], stream)
 
     def check(self, ptr: int, nbytes: int, width: int, word: int, salt: int, out: int, stream: int | None) -> None:
         """Add to the u64 pair at `out` how many words at `ptr` still hold `word` ([0]) and their

@@ -72,20 +72,6 @@ extern "C" __global__ void judge_check32(const volatile uint32_t* p, uint32_t v,
                                          unsigned long long* out) {
     check(p, v, n, salt, out);
 }
-// The completeness count alone (the Python worker's, until the native worker replaces it).
-template <typename T>
-__device__ void count(const volatile T* p, T v, uint64_t n, unsigned long long* counter) {
-    unsigned long long c = 0;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-        c += p[i] == v;
-    if (c) atomicAdd(counter, c);
-}
-extern "C" __global__ void judge_count16(const volatile uint16_t* p, uint16_t v, uint64_t n, unsigned long long* c) {
-    count(p, v, n, c);
-}
-extern "C" __global__ void judge_count32(const volatile uint32_t* p, uint32_t v, uint64_t n, unsigned long long* c) {
-    count(p, v, n, c);
-}
 extern "C" __global__ void judge_stamp(unsigned long long* out) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

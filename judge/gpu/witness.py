@@ -45,7 +45,7 @@ class DeviceWitness:
 
     def __init__(self, torch):
         self.torch = torch
-        self.kernels = integrity.Kernels(count_stream=False)
+        self.kernels = integrity.Kernels()
         self._stamp = torch.zeros(1, dtype=torch.int64, device="cuda")
         self._tick_ns: int | None = None
 

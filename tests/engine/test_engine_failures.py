@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
-from fakes import GPU, PEAKS, QUICK, CpuSolver, FakeInterleaved, FakeWorker, Log, cpu_session, fails_on, pair_session
+from fakes import (
+    GPU,
+    PEAKS,
+    QUICK,
+    CpuSolver,
+    FakeInterleaved,
+    FakeWorker,
+    Log,
+    cpu_session,
+    drive,
+    fails_on,
+    pair_session,
+)
 
 from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
@@ -49,15 +61,6 @@ def vector_add():
 
 def failure(kind: str) -> WorkerFailure:
     return WorkerFailure(kind, "solve(): no answer", "the worker's last words\n")
-
-
-def drive(gen):
-    """Runs a generator to its end; its return value."""
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
 
 
 # -- blame, directly --------------------------------------------------------------------------------
