@@ -16,7 +16,6 @@ RUNTIME_ERROR (`interfered`). A labelled worker's failure names its side.
 """
 from __future__ import annotations
 
-import re
 from typing import Protocol
 
 from judge.contract.verdict import Status
@@ -58,7 +57,6 @@ class Interference(RunFailure):
         self.worker, self.how = worker, how
 
 
-_SIGNAL = re.compile(r"killed by (SIG[A-Z0-9+]+|\d+)")
 
 
 def from_outside(f: WorkerFailure) -> str | None:
@@ -68,8 +66,8 @@ def from_outside(f: WorkerFailure) -> str | None:
     worker reports or does itself (a Python or CUDA error, an exit status, a malformed reply)."""
     if f.kind == "timeout":
         return "stopped answering (no reply before its deadline)"
-    if f.kind == "crash" and (m := _SIGNAL.search(f.message)):
-        return f"was killed by {m.group(1)}"
+    if f.kind == "crash" and f.signal:
+        return f"was killed by {f.signal}"
     return None
 
 

@@ -70,6 +70,7 @@ class WorkerFailure(Exception):
     kind: str
     message: str
     log_tail: str = ""
+    signal: str = ""  # a "crash" by a signal the judge did not send: its name ("SIGKILL"), else ""
 
     def __str__(self) -> str:
         return self.message
@@ -260,19 +261,20 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.kill()
             code = self.proc.returncode
+        by = ""
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-            how = f"the worker was killed by {name}"
-            if self.memory.exceeded is not None:
-                how = (f"the worker was killed: it held {self.memory.exceeded / (1 << 30):.1f} GiB of host memory, "
-                       f"over the limit of {self.memory.limit / (1 << 30):.1f} GiB")
+            how, by = f"the worker was killed by {name}", name
+            if self.memory.exceeded is not None:  # the judge's own kill
+                how, by = (f"the worker was killed: it held {self.memory.exceeded / (1 << 30):.1f} GiB of host "
+                           f"memory, over the limit of {self.memory.limit / (1 << 30):.1f} GiB"), ""
             elif name == "SIGXFSZ":
                 how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
             elif name == "SIGSYS" and (refusal := seccomp.describe_refusal(self.log_tail())):
                 how += f": {refusal}"  # the worker's SIGSYS handler logged the call's number
         else:
             how = f"the worker exited with status {code}"
-        return WorkerFailure("crash", f"{what}: {how}", self.log_tail())
+        return WorkerFailure("crash", f"{what}: {how}", self.log_tail(), signal=by)
 
     def log_tail(self) -> str:
         try:

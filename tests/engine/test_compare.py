@@ -191,7 +191,7 @@ def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch
 
 def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
     log = Log()
-    crash = WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV")
+    crash = WorkerFailure("crash", "timing solve(): the worker was killed by SIGSEGV", signal="SIGSEGV")
     a = FakeWorker(0.001, name="A", log=log)
     b = FakeWorker(0.001, name="B", log=log, fail=lambda op, w: crash if op == "time_batch" and len(log.batches) >= 6
                    else None)

@@ -312,8 +312,9 @@ def test_incomplete_outputs_are_rejected(vector_add):
 
 # -- a baseline killed or stopped from outside (the candidate runs as the same user) ----------------
 
-KILLED = {"SIGKILL": WorkerFailure("crash", "timing solve(): the worker was killed by SIGKILL", "tail\n"),
-          "SIGTERM": WorkerFailure("crash", "mapping buffers: the worker was killed by SIGTERM"),
+KILLED = {"SIGKILL": WorkerFailure("crash", "timing solve(): the worker was killed by SIGKILL", "tail\n",
+                                   signal="SIGKILL"),
+          "SIGTERM": WorkerFailure("crash", "mapping buffers: the worker was killed by SIGTERM", signal="SIGTERM"),
           "SIGSTOP": WorkerFailure("timeout", "timing solve(): no answer within 12.0 s")}
 
 
@@ -411,7 +412,9 @@ def test_interference_needs_a_candidate_beside_the_baseline():
         e = blame(base, f, cand)
         assert isinstance(e, Interference) and e.status == Status.INTERNAL_ERROR and e.worker is base
         assert type(blame(cand, f, cand)) is RunFailure  # the candidate's own: TIMEOUT / RUNTIME_ERROR
-    assert from_outside(WorkerFailure("crash", "x: the worker was killed by SIGSEGV")) == "was killed by SIGSEGV"
+    assert from_outside(WorkerFailure("crash", "x: the worker was killed by SIGSEGV", signal="SIGSEGV")) \
+        == "was killed by SIGSEGV"
+    assert from_outside(WorkerFailure("crash", "x: the worker exited with status 1")) is None
 
 
 def test_a_baseline_killed_before_it_said_ready_is_restarted(vector_add):

@@ -143,6 +143,7 @@ def test_sigsegv_is_crash_naming_the_signal(fake_worker):
     with pytest.raises(WorkerFailure) as info:
         w.wait_ready(timeout_s=20)
     assert info.value.kind == "crash" and "SIGSEGV" in info.value.message
+    assert info.value.signal == "SIGSEGV"  # what judge/engine/roles.py's from_outside reads
     assert "about to crash" in info.value.log_tail
     assert time.perf_counter() - t0 < 10
 
@@ -278,6 +279,7 @@ def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
     assert time.perf_counter() - t0 < 10
     assert info.value.kind == "crash"
     assert "GiB of host memory, over the limit of 0.2 GiB" in info.value.message
+    assert info.value.signal == ""  # the judge's own kill: not from outside
 
 
 def test_memory_watch_leaves_a_small_worker_alone(fake_worker, monkeypatch):
