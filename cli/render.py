@@ -95,18 +95,29 @@ def report(c: Console, r: Report) -> None:
 
 def bench_table(r: Report) -> Table:
     t = Table(title=f"{r.problem}: benchmarks", title_justify="left")
-    for col in ("workload", "median ms", "95% CI", "TFLOPS", "GB/s", "% roofline", "baseline ms", "speedup"):
+    for col in ("workload", "median ms", "95% CI", "host ms", "TFLOPS", "GB/s", "% roofline", "baseline ms",
+                "speedup"):
         t.add_column(col, justify="left" if col == "workload" else "right", no_wrap=col == "workload")
     for b in r.benchmarks:
         t.add_row(*bench_row(b))
+    if any(not_held(b) for b in r.benchmarks):
+        t.caption = ("* not held on the GPU (solve() or the baseline waited for the device): its time may "
+                     "include the host's launch latency (docs/timing.md, \"The hold\")")
     return t
+
+
+def not_held(b: BenchResult) -> bool:
+    return b.stats.held is False or any(x.before.held is False or x.after.held is False for x in b.baselines)
 
 
 def bench_row(b: BenchResult) -> list[str]:
     s = b.stats
     base = b.baselines[0] if b.baselines else None
-    return [b.workload, f"{s.median_ms:.4f}", f"±{100 * s.ci_halfwidth_rel:.2f}%", f"{b.tflops:.1f}",
-            f"{b.gbps:.0f}", f"{b.roofline_pct:.0f}%", f"{base.median_ms:.4f}" if base else "-",
+    star = lambda held: "*" if held is False else ""
+    base_held = None if base is None else base.before.held is not False and base.after.held is not False
+    return [b.workload, f"{s.median_ms:.4f}{star(s.held)}", f"±{100 * s.ci_halfwidth_rel:.2f}%",
+            "-" if s.host_ms is None else f"{s.host_ms:.4f}", f"{b.tflops:.1f}", f"{b.gbps:.0f}",
+            f"{b.roofline_pct:.0f}%", f"{base.median_ms:.4f}{star(base_held)}" if base else "-",
             f"{base.speedup:.2f}×" if base else "-"]
 
 

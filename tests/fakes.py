@@ -46,7 +46,9 @@ class FakeWorker:
     answers (a malformed reply when not k); only: the ops it may be sent (asserted); log: a shared
     `Log` of timed batches; fail(op, worker): a WorkerFailure to raise instead of answering, or
     None; on(op, args, worker): runs before an op is answered (a `call` that writes outputs);
-    not_ready: the WorkerFailure `wait_ready` raises."""
+    not_ready: the WorkerFailure `wait_ready` raises; holds(batch, hold): the batch's hold fields
+    ({"crowded": n, "late": n, "host_ms": [...]}: judge/worker/native/hold.h), by default every call
+    held when asked to, none crowded or late."""
 
     instances = 0
 
@@ -54,8 +56,11 @@ class FakeWorker:
                  log: Log | None = None, count: Callable[[int], int] | None = None, only: set[str] | None = None,
                  fail: Callable[[str, FakeWorker], WorkerFailure | None] | None = None,
                  on: Callable[[str, dict, FakeWorker], None] | None = None,
-                 not_ready: WorkerFailure | None = None, realtime: bool = False):
+                 not_ready: WorkerFailure | None = None, realtime: bool = False,
+                 holds: Callable[[int, bool], dict] | None = None):
         FakeWorker.instances += 1
+        self.holds = holds
+        self.hold_asked: list[bool] = []  # the `hold` every timed batch was asked for
         self.id = FakeWorker.instances
         self.times = times if callable(times) else (lambda b, i, ms=times: ms)
         self.name, self.role, self.label, self.log = name, role, label, log
@@ -80,6 +85,7 @@ class FakeWorker:
         if op == "time_batch":
             self.asked.append(args["k"])
             self.rests.append(args.get("rest", 0.0))
+            self.hold_asked.append(bool(args.get("hold")))
             if self.log is not None:
                 self.log.batches.append((self.name, args["k"]))
         if self.fail and (failure := self.fail(op, self)):
@@ -97,7 +103,9 @@ class FakeWorker:
                 raise WorkerFailure("timeout", f"{what}: no answer within {timeout_s:.1f} s")
             time.sleep(busy_s)
             self.waited_s += busy_s
-        return {"times_ms": times}
+        held = bool(args.get("hold"))
+        return {"times_ms": times, "held": held, "crowded": 0, "late": 0, "host_ms": [0.01] * n,
+                **(self.holds(len(self.asked), held) if self.holds else {})}
 
     def close(self):
         self.closed = True
@@ -176,6 +184,9 @@ class CpuWitness:
         self.asked.append(len(calls))
         return [sum(integrity.fingerprint(b.tensor, salt) for b, salt in outputs if integrity.fingerprinted(b.dtype))
                 & integrity.MASK64 for outputs in calls]
+
+    def digests(self, tensors: Sequence) -> list[int]:
+        return [integrity.digest(t) for t in tensors]
 
     def stamp(self) -> int:
         return self.clock.now()

@@ -69,6 +69,8 @@ class Stats(_M):
     warmup_calls: int
     stop_reason: str  # "noise" | "budget" | "max_samples"
     batches: int = 0  # timed batches: the median's samples (0 in reports from before they were)
+    held: bool | None = None  # every timed call held on the GPU until issued (None: before holds)
+    host_ms: float | None = None  # median host time of solve() per timed call (the CPU's, not in median_ms)
 
     @property
     def ci_halfwidth_rel(self) -> float:

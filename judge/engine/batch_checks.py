@@ -51,9 +51,9 @@ class BatchChecks:
         calls = [(i, guards.outputs_of(self.s, self.slots.bufs[slot])) for slot, i in sorted(last.items())]
         try:
             guards.require_unchanged(self.s, self.counts, calls, self.where)
-            for slot in sorted(last):
-                if failure := guards.overrun(self.s, self.slots.bufs[slot], f"{self.where} (input slot {slot})"):
-                    raise failure
+            if failure := guards.overruns(self.s, [(self.slots.bufs[slot], f"{self.where} (input slot {slot})")
+                                                   for slot in sorted(last)]):
+                raise failure
         except RunFailure as f:
             raise blame(self.worker, f) from None
 

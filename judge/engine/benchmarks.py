@@ -219,17 +219,21 @@ def sandwich(s: Session, before: dict[str, Stats], after: dict[str, Stats], stat
 
 def redraw_slots(s: Session, j: int, w: Workload, slots: Slots, ids: list[int], draw: int) -> None:
     """Fresh inputs in the slots `ids` before a timed batch whose calls use each slot once, and the
-    checksums that the batch's calls must leave unchanged (judge/engine/guards.py's `redraw`)."""
+    checksums that the batch's calls must leave unchanged (judge/engine/guards.py), taken for all
+    the slots at once."""
     for k in ids:
         slots.tags[k] = f"bench{j}.{k}.draw{draw}"
-        slots.sums[k] = guards.redraw(s, w, slots.bufs[k], slots.tags[k], workload_id(w))
-    s.torch.cuda.synchronize()
+        guards.redraw(s, w, slots.bufs[k], slots.tags[k], workload_id(w))
+    sums = guards.checksums_of(s, [guards.inputs_of(s, slots.bufs[k]) for k in ids], workload_id(w))
+    for k, digest in zip(ids, sums):
+        slots.sums[k] = digest
 
 
 def inputs_changed(s: Session, slots: Slots, ids: list[int]) -> str:
     """The first modified input among slots `ids`, named with its slot, or ""."""
-    for k in ids:
-        if changed := guards.changed(s, guards.inputs_of(s, slots.bufs[k]), slots.sums[k], f"input slot {k}"):
+    now = guards.checksums_of(s, [guards.inputs_of(s, slots.bufs[k]) for k in ids], "the timed calls")
+    for k, sums in zip(ids, now):
+        if changed := [name for name, v in sums.items() if v != slots.sums[k][name]]:
             return ", ".join(changed) + f" (input slot {k})"
     return ""
 

@@ -91,7 +91,7 @@ def test_one(s: Session, case: Case) -> tuple[TestCase, RunFailure | None]:
 
 
 def judge_call(s: Session, case: Case, result: TestCase, inputs: dict[str, Any],
-               sums: dict[str, tuple[int, int]], counts: Buffer, bufs: dict[str, Buffer]) -> RunFailure | None:
+               sums: dict[str, int], counts: Buffer, bufs: dict[str, Buffer]) -> RunFailure | None:
     """The call's verdict, in order: a wrong output, a modified input, a write past the end of a
     buffer, an incomplete output, outputs that changed after the worker's check."""
     if not result.passed:

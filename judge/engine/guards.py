@@ -9,7 +9,7 @@ around what the worker claims.
   judge/engine/stamps.py's;
 - guard regions after every buffer (`overrun`, judge/gpu/guard_regions.py);
 - the GPU health gate before each phase (`gate`, judge/gpu/health.py);
-- input checksums, and inputs re-drawn before every timed batch (`redraw`, `changed`).
+- input digests (`checksums`), and inputs re-drawn before every timed batch (`redraw`, `changed`).
 
 Building blocks: judge/gpu/integrity.py and judge/gpu/health.py. Each guard is a function of the
 session and explicit inputs; the phases (judge/engine/correctness.py, benchmarks.py) call them at
@@ -104,10 +104,20 @@ def outputs_of(s: Session, bufs: dict[str, Buffer]) -> list[tuple[Buffer, int]]:
 # -- guard regions (judge/gpu/guard_regions.py) -----------------------------------------------------
 def overrun(s: Session, bufs: dict[str, Buffer], where: str) -> RunFailure | None:
     """REJECTED when solve() wrote into the guard region after one of `bufs` (outputs first)."""
-    with memory(s, f"the guard regions of {where}"):
-        for name, b in sorted(bufs.items(), key=lambda nb: not nb[1].output):
-            if reach := b.overrun():
-                return RunFailure(Status.REJECTED, wrote_past_end(name, b.output, reach, where))
+    return overruns(s, [(bufs, where)])
+
+
+def overruns(s: Session, calls: list[tuple[dict[str, Buffer], str]]) -> RunFailure | None:
+    """`overrun` of several calls' buffers (each with where it was), with one wait for all."""
+    from judge.gpu import guard_regions
+
+    named = [(name, b, where) for bufs, where in calls
+             for name, b in sorted(bufs.items(), key=lambda nb: not nb[1].output) if b.slack is not None]
+    with memory(s, f"the guard regions of {calls[0][1] if calls else ''}"):
+        reach = guard_regions.overruns([(b.slack, b.expected) for _, b, _ in named])
+    for (name, b, where), r in zip(named, reach):
+        if r:
+            return RunFailure(Status.REJECTED, wrote_past_end(name, b.output, r, where))
     return None
 
 
@@ -130,23 +140,29 @@ def inputs_of(s: Session, bufs: dict[str, Buffer]) -> dict[str, Any]:
     return {p.name: bufs[p.name].tensor for p in s.problem.tensors if not p.ctype.is_output}
 
 
-def checksums(s: Session, inputs: dict[str, Any], where: str) -> dict[str, tuple[int, int]]:
+def checksums(s: Session, inputs: dict[str, Any], where: str) -> dict[str, int]:
+    """The digest of every input (integrity.digest), in one pass and one wait."""
+    return checksums_of(s, [inputs], where)[0]
+
+
+def checksums_of(s: Session, calls: list[dict[str, Any]], where: str) -> list[dict[str, int]]:
+    """`checksums` of several calls' inputs, all in one pass and one wait."""
+    tensors = [t for inputs in calls for t in inputs.values()]
     with memory(s, f"the input checksums of {where}"):
-        return integrity.checksums(inputs)
+        flat = iter(s.witness().digests(tensors))
+    return [{name: next(flat) for name in inputs} for inputs in calls]
 
 
-def changed(s: Session, inputs: dict[str, Any], sums: dict[str, tuple[int, int]], where: str) -> list[str]:
-    """The inputs whose checksum is no longer `sums`' (solve() wrote to them)."""
-    with memory(s, f"the input checksums of {where}"):
-        return integrity.changed(inputs, sums)
+def changed(s: Session, inputs: dict[str, Any], sums: dict[str, int], where: str) -> list[str]:
+    """The inputs whose digest is no longer `sums`' (solve() wrote to them)."""
+    return [name for name, now in checksums(s, inputs, where).items() if now != sums[name]]
 
 
-def redraw(s: Session, w: Workload, bufs: dict[str, Buffer], tag: str, where: str) -> dict[str, tuple[int, int]]:
+def redraw(s: Session, w: Workload, bufs: dict[str, Buffer], tag: str, where: str) -> None:
     """Fresh inputs in `bufs` under `tag` (the worker never draws): an answer cached by pointer or
-    by content from any earlier call is now wrong. Returns the checksums the next calls must leave."""
+    by content from any earlier call is now wrong. The caller takes their checksums (`checksums_of`,
+    for every slot it re-drew at once)."""
     from judge.problem import workloads
 
     with memory(s, f"the inputs of {where}"):
-        inputs = inputs_of(s, bufs)
-        workloads.fill_inputs(s.problem, w, inputs, s.secret, tag)
-        return integrity.checksums(inputs)
+        workloads.fill_inputs(s.problem, w, inputs_of(s, bufs), s.secret, tag)

@@ -53,7 +53,9 @@ class Stash:
         one goes into the report's tests as evidence."""
         slot, tag = what
         bufs = self.slots.bufs[slot]
-        self.slots.tags[slot], self.slots.sums[slot] = tag, guards.redraw(self.s, self.w, bufs, tag, self.wid)
+        guards.redraw(self.s, self.w, bufs, tag, self.wid)
+        self.slots.tags[slot], self.slots.sums[slot] = tag, guards.checksums(self.s, guards.inputs_of(self.s, bufs),
+                                                                             self.wid)
         with guards.memory(self.s, f"the reference outputs of {self.wid}"):
             expected = buffers.reference(self.s, tag, self.w, bufs)
         case = buffers.check(self.s, self.w, {**bufs, **self.entries[entry]}, expected)

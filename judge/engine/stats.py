@@ -37,6 +37,7 @@ class TimingPolicy:
     min_warmup_calls: int = 3
     batch_s: float = 0.05  # GPU time per batch between stopping checks
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
+    hold: bool = True  # hold each call on the GPU until it is issued (judge/engine/timing.py)
 
     def for_baseline(self) -> TimingPolicy:
         """Each baseline run (before and after the candidate) gets half the candidate's time."""

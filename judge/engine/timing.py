@@ -10,12 +10,21 @@ within BATCH_SHARE of `timeout_s` (calls and rests together, at the costliest ca
 few batches). A call that stalls is a TIMEOUT about `timeout_s` after its batch began, never a
 deadline grown with a batch that fast first calls made large; the warm-up's batches grow by
 WARMUP_GROWTH at most.
+
+The hold (docs/timing.md, "The hold"): every call is held on the GPU until the worker has issued
+it, so its time is the GPU's alone. A hold the host did not let go in time (`late`: solve() waited
+for the device, or took that long to issue its work) turns holding off for the rest of the target,
+except in its very first call (a library's one-off set-up), and a timed batch with a late hold is
+not counted. A `crowded` hold (kernels of an earlier call still held SMs when a call began: work
+outside the timed windows) is an impossible time. The calls' host times (solve() on the CPU) are
+kept apart from the GPU's.
 """
 from __future__ import annotations
 
 import time
 from collections import deque
 from collections.abc import Callable, Generator
+from statistics import median
 from typing import TypeVar
 
 from judge.contract.report import Stats
@@ -59,6 +68,11 @@ class Timer:
         self.costs: deque[float] = deque(maxlen=COST_BATCHES)  # per batch: its costliest call (ms)
         self.k = 1
         self.reason: str | None = None
+        self.hold = policy.hold  # turned off by a late hold (the module's docstring)
+        self.unheld = 0  # timed batches that were not held
+        self.host: list[float] = []  # every timed call's host time (ms)
+        self.last_held = True  # whether the last batch was held all through
+        self.last_host: list[float] = []
 
     @property
     def deadline_s(self) -> float:
@@ -83,7 +97,7 @@ class Timer:
             self.before_batch(k)
         t0 = time.perf_counter()
         reply = self.worker.request("time_batch", self.deadline_s, "timing solve()", k=k,
-                                    rest=rest if k > 1 else 0.0, per_call=self.per_call)
+                                    rest=rest if k > 1 else 0.0, per_call=self.per_call, hold=self.hold)
         wall_ms = (time.perf_counter() - t0) * 1000
         times = [float(x) for x in reply.get("times_ms", [])]
         if len(times) != k or any(not (t >= 0) for t in times):
@@ -91,6 +105,13 @@ class Timer:
         if sum(times) > wall_ms + WALL_SLACK_MS:
             raise ImpossibleTime(f"the worker reported {sum(times):.3f} ms of GPU time for a batch "
                                  f"that took {wall_ms:.3f} ms of wall time")
+        if reply.get("crowded"):
+            raise ImpossibleTime(f"{reply['crowded']} of {k} calls began while kernels of an earlier call still held "
+                                 "SMs (work on another stream, outside the timed windows)")
+        self.last_held = bool(reply.get("held")) and not reply.get("late")
+        if reply.get("late") and self.warm:  # not the target's very first call
+            self.hold = False
+        self.last_host = [float(x) for x in reply.get("host_ms", [])][:k]
         self.costs.append(max(max(times) * (1 + rest), wall_ms / k))
         if k == 1 and rest > 0:
             time.sleep(times[0] * rest / 1000)
@@ -111,8 +132,14 @@ class Timer:
         self.k = min(batch_size(call_ms, self.policy), self.max_k or MAX_CALLS_PER_BATCH)
 
     def step(self) -> str | None:
-        """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on."""
+        """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on. A
+        batch with a late hold is not counted (holding is off from then on: the next one counts)."""
+        was_held = self.hold
         times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
+        if was_held and not self.last_held:
+            return None
+        self.unheld += not self.last_held
+        self.host += self.last_host
         self.samples.append(batch_sample(times))
         self.calls += times
         self.spent_s += sum(times) / 1000
@@ -121,7 +148,10 @@ class Timer:
 
     def stats(self) -> Stats:
         assert self.reason is not None, "stats() before the stopping rule said stop"
-        return summarize(self.samples, self.calls, len(self.warm), self.reason)
+        stats = summarize(self.samples, self.calls, len(self.warm), self.reason)
+        stats.held = self.unheld == 0
+        stats.host_ms = round(median(self.host), 6) if self.host else None
+        return stats
 
 
 def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,

@@ -48,7 +48,7 @@ def load() -> ctypes.CDLL:
                  "cudaEventSynchronize", "cudaEventElapsedTime", "cudaDeviceSynchronize",
                  "cudaGetLastError", "cudaIpcGetMemHandle", "cudaIpcOpenMemHandle",
                  "cudaIpcCloseMemHandle", "cudaDeviceGetAttribute", "cudaSetDevice",
-                 "cudaCtxResetPersistingL2Cache"):
+                 "cudaCtxResetPersistingL2Cache", "cudaHostAlloc", "cudaHostGetDevicePointer"):
         getattr(lib, name).restype = ctypes.c_int
     lib.cudaMemsetAsync.argtypes = [vp, ctypes.c_int, ctypes.c_size_t, vp]
     lib.cudaEventRecord.argtypes = [vp, vp]
@@ -97,6 +97,13 @@ class Runtime:
         p = ctypes.c_void_p()
         check(self.lib.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(max(nbytes, 1))), f"cudaMalloc({nbytes})")
         return p.value or 0
+
+    def host_mapped(self, nbytes: int) -> tuple[int, int]:
+        """Pinned host memory mapped into the device: (host address, device address)."""
+        host, dev = ctypes.c_void_p(), ctypes.c_void_p()
+        check(self.lib.cudaHostAlloc(ctypes.byref(host), ctypes.c_size_t(nbytes), 2), "cudaHostAlloc")  # Mapped
+        check(self.lib.cudaHostGetDevicePointer(ctypes.byref(dev), host, 0), "cudaHostGetDevicePointer")
+        return host.value or 0, dev.value or 0
 
     def free(self, ptr: int) -> None:
         check(self.lib.cudaFree(ctypes.c_void_p(ptr)), "cudaFree")

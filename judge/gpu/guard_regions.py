@@ -60,3 +60,12 @@ def overrun(slack: torch.Tensor, expected: torch.Tensor) -> int:
     if not bool(diff.any()):
         return 0
     return int(diff.nonzero().max()) + 1
+
+
+def overruns(regions: list[tuple[torch.Tensor, torch.Tensor]]) -> list[int]:
+    """`overrun` of each (slack, expected) pair, with one wait for all of them (a clean region, the
+    usual case, costs a compare and a reduction on the device)."""
+    if not regions:
+        return []
+    dirty = torch.stack([(slack != expected).any() for slack, expected in regions]).tolist()
+    return [overrun(slack, expected) if d else 0 for (slack, expected), d in zip(regions, dirty)]

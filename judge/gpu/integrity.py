@@ -26,11 +26,11 @@ context with the same kernel (`Kernels.check`, judge/gpu/witness.py): work that 
 end event (a side stream the count did not wait for) makes the two differ. `fingerprint` is the
 kernel's reference on the CPU.
 
-Input checksums. The parent keeps a checksum of every input before a call (or a batch) and
-compares after it: a submission that zeroes, scribbles on or uses its inputs as scratch is
-REJECTED. The checksum is two int64 sums over the tensor's integer view (all words, and every
-third word from the second): exact, cheap (one read), and any change short of a sum-preserving
-permutation shows.
+Input digests. The parent keeps a digest of every input before a call (or a batch) and compares
+after it: a submission that zeroes, scribbles on, reorders or uses its inputs as scratch is
+REJECTED. The digest is the fingerprint above over the input's 32-bit (or 16-bit) words, taken by
+`judge_check` on the device in one read of the input, for every input of a batch at once with one
+wait (`Witness.digests`); `digest` is its reference on the CPU.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class Kernels:
     stream unless told otherwise. (The candidate's native worker compiles integrity_kernels.cu into
     itself, with its own high-priority check stream.)"""
 
-    NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp")
+    NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp", "judge_hold")
 
     def __init__(self):
         from judge.gpu.cudart import CudaError
@@ -88,7 +88,7 @@ class Kernels:
         self._err = CudaError
         self.lib = ctypes.CDLL("libcuda.so.1", mode=ctypes.RTLD_GLOBAL)
         for name in ("cuInit", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel",
-                     "cuGetErrorName"):
+                     "cuGetErrorName", "cuFuncSetAttribute"):
             getattr(self.lib, name).restype = ctypes.c_int
         vp = ctypes.c_void_p
         self.lib.cuLaunchKernel.argtypes = [vp, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint,
@@ -112,13 +112,24 @@ class Kernels:
             text = (name.value or b"CUDA_ERROR").decode()
             raise self._err(code, text, f"driver error {code}", where)
 
-    def _launch(self, name: str, n: int, args: list, stream: int | None = None, block: int = _BLOCK) -> None:
+    def _launch(self, name: str, n: int, args: list, stream: int | None = None, block: int = _BLOCK,
+                grid: int | None = None, smem: int = 0) -> None:
         if n <= 0:
             return
-        blocks = max(1, min(_MAX_BLOCKS, (n + block - 1) // block))
+        blocks = grid or max(1, min(_MAX_BLOCKS, (n + block - 1) // block))
         params = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])  # args outlive the call
-        self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, block, 1, 1, 0, stream, params, None),
+        self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, block, 1, 1, smem, stream, params, None),
                     name)
+
+    def hold(self, ctl: int, count: int, number: int, arrive_ns: int, release_ns: int, grid: int, smem: int) -> None:
+        """judge_hold on the legacy default stream (judge/worker/hold.py), `grid` blocks of `smem`
+        bytes of dynamic shared memory each (the attribute is raised the first time)."""
+        if getattr(self, "_hold_smem", None) != smem:
+            self._check(self.lib.cuFuncSetAttribute(self.fn["judge_hold"], 8, smem), "judge_hold's shared memory")
+            self._hold_smem = smem  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        self._launch("judge_hold", 1, [ctypes.c_void_p(ctl), ctypes.c_void_p(count), ctypes.c_uint(number),
+                                       ctypes.c_ulonglong(arrive_ns), ctypes.c_ulonglong(release_ns)], None,
+                     block=32, grid=grid, smem=smem)
 
     def fill(self, ptr: int, nbytes: int, width: int, word: int) -> None:
         """Fill `nbytes` at `ptr` with the pattern (a trailing partial word is left to the caller)."""
@@ -189,33 +200,29 @@ def _shr(x, s: int):
     return (x >> s) & ((1 << (64 - s)) - 1)
 
 
-def _int_view(t):
+def digest_words(t):
+    """A tensor's bytes as the words its digest is over (on the CPU or the device): 32-bit words
+    when its size is a multiple of 4, else 16-bit words, with an odd last byte left out (`digest`
+    adds it on its own)."""
     import torch
 
     flat = t.reshape(-1).view(torch.uint8)
-    for dt, size in ((torch.int32, 4), (torch.int16, 2)):
-        if flat.numel() % size == 0:
-            return flat.view(dt)
-    return flat
+    if flat.numel() % 4 == 0:
+        return flat.view(torch.int32)
+    return flat[: flat.numel() // 2 * 2].view(torch.int16)
 
 
-def checksum(t) -> tuple[int, int]:
-    """Two exact sums over the tensor's integer view (see the module's docstring)."""
-    import torch
-
-    if t.numel() == 0:
-        return (0, 0)
-    v = _int_view(t)
-    return (int(v.sum(dtype=torch.int64)), int(v[1::3].sum(dtype=torch.int64)) if v.numel() > 1 else 0)
+def odd_byte(t) -> int:
+    """What a tensor's odd last byte adds to its digest (0 when its size is even): the byte plus 1."""
+    flat = t.reshape(-1).view(__import__("torch").uint8)
+    return int(flat[-1]) + 1 if flat.numel() % 2 else 0
 
 
-def checksums(tensors: dict) -> dict[str, tuple[int, int]]:
-    return {name: checksum(t) for name, t in tensors.items()}
-
-
-def changed(tensors: dict, before: dict[str, tuple[int, int]]) -> list[str]:
-    """Names of the tensors whose checksum differs from `before`."""
-    return [name for name, c in before.items() if checksum(tensors[name]) != c]
+def digest(t) -> int:
+    """A tensor's digest, on the CPU: the fingerprint (salt 0) of `digest_words`, plus `odd_byte`.
+    The parent's `Witness.digests` computes the same on the device in one pass: a changed,
+    zeroed or permuted input changes it (input checks before and after every call and batch)."""
+    return (fingerprint(digest_words(t), 0) + odd_byte(t)) & MASK64 if t.numel() else 0
 
 
 def fill_tensor(t, dtype: str, word: int) -> None:

@@ -8,7 +8,12 @@
 //                     salt), wrapping: independent of the order the threads run in). The parent
 //                     recomputes the fingerprint on the final outputs: work finished after the
 //                     end event changes it;
-//   judge_stamp       *out = the GPU's %globaltimer (ns, one clock for every context on the device).
+//   judge_stamp       *out = the GPU's %globaltimer (ns, one clock for every context on the device);
+//   judge_hold        the GPU-side hold before a timed call (docs/timing.md, "The hold"): its stream
+//                     waits until the host lets go, once solve() has issued its work, so that the
+//                     host's launch latency is not inside the timed window. One block per SM, each
+//                     with all the shared memory an SM has left for a block, so that while it holds
+//                     no kernel of any stream of the context has room on any SM.
 #include <cstdint>
 
 template <typename T>
@@ -76,4 +81,49 @@ extern "C" __global__ void judge_stamp(unsigned long long* out) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     *out = t;
+}
+
+__device__ __forceinline__ unsigned long long judge_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// ctl: host memory mapped into the device, written by the host or by block 0 as hold `number` goes:
+// ctl[0] go (the host: solve() has been called), ctl[1] arrived (every block resident, or given up
+// on), ctl[2] crowded holds so far (not every block was resident within arrive_ns of block 0's start:
+// another stream's kernels held SMs), ctl[3] late holds so far (the host did not let go within
+// release_ns: solve() waited for the device). Holds run one after the other: only block 0 writes ctl.
+// count: device memory, count[0] the blocks arrived (zeroed before each hold, in stream order),
+// count[1] the last hold number let go.
+extern "C" __global__ void judge_hold(volatile unsigned* ctl, unsigned* count, unsigned number,
+                                      unsigned long long arrive_ns, unsigned long long release_ns) {
+    if (threadIdx.x != 0) return;
+    volatile unsigned* arrived = count;
+    volatile unsigned* released = count + 1;
+    atomicAdd(count, 1u);
+    if (blockIdx.x == 0) {
+        unsigned long long t0 = judge_now();
+        while (*arrived < gridDim.x) {
+            if (judge_now() - t0 > arrive_ns) {
+                ctl[2] = ctl[2] + 1;
+                break;
+            }
+            __nanosleep(128);
+        }
+        __threadfence_system();
+        ctl[1] = number;
+        t0 = judge_now();
+        while (ctl[0] != number) {
+            if (judge_now() - t0 > release_ns) {
+                ctl[3] = ctl[3] + 1;
+                break;
+            }
+            __nanosleep(256);
+        }
+        *released = number;
+        __threadfence();
+        return;
+    }
+    while (*released != number) __nanosleep(256);
 }

@@ -4,6 +4,8 @@ is checked against what the parent measures itself, in its own CUDA context.
 - `fingerprints`: the fingerprint of each call's outputs as they are now (after the request), with
   the kernel the worker ran right after the call's end event (judge/gpu/integrity.py's `Kernels.check`).
   Outputs that changed after the end event (work left running on a side stream) no longer match.
+- `digests`: a digest of each input (integrity.digest), all in one pass and one wait: the input
+  checks before and after every test call and timed batch.
 - `stamp`: the GPU's %globaltimer, read by a one-thread kernel in the parent's context and waited
   for: the same clock for every context on the device, so the parent's stamps around a request
   bound the stamps the worker wrote inside it.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from judge.gpu import integrity
 
@@ -30,6 +32,9 @@ class Witness(Protocol):
 
     def fingerprints(self, calls: Sequence[Sequence[tuple[Buffer, int]]]) -> list[int]:
         """Per call, Σ (wrapping) of the fingerprints of its (output buffer, salt) pairs, now."""
+
+    def digests(self, tensors: Sequence[Any]) -> list[int]:
+        """Per tensor (on the device), `integrity.digest` of its bytes, now: one pass, one wait."""
 
     def stamp(self) -> int:
         """The GPU's %globaltimer (ns), taken now and waited for."""
@@ -60,6 +65,25 @@ class DeviceWitness:
                 if integrity.fingerprinted(buf.dtype) and buf.tensor.numel():
                     self.kernels.check(buf.ptr, buf.nbytes, integrity.WIDTH[buf.dtype], 0, salt,
                                        scratch.data_ptr() + 16 * c, None)
+        torch.cuda.synchronize()
+        return [int(v) & integrity.MASK64 for v in scratch[:, 1].tolist()]
+
+    def digests(self, tensors: Sequence[Any]) -> list[int]:
+        torch = self.torch
+        if not tensors:
+            return []
+        scratch = torch.zeros((len(tensors), 2), dtype=torch.int64, device="cuda")
+        torch.cuda.synchronize()  # as in fingerprints()
+        for c, t in enumerate(tensors):
+            if not t.numel():
+                continue
+            words = integrity.digest_words(t)
+            if words.numel():
+                self.kernels.check(words.data_ptr(), words.numel() * words.element_size(), words.element_size(), 0, 0,
+                                   scratch.data_ptr() + 16 * c, None)
+            flat = t.reshape(-1).view(torch.uint8)
+            if flat.numel() % 2:  # integrity.odd_byte, on the device
+                scratch[c, 1] += flat[-1].to(torch.int64) + 1
         torch.cuda.synchronize()
         return [int(v) & integrity.MASK64 for v in scratch[:, 1].tolist()]
 

@@ -363,10 +363,10 @@ def check_reply(msg: dict) -> None:
             raise _Malformed(f"`{field}`: {kind.__name__} expected, got {type(msg[field]).__name__}")
     if "ok" not in msg:
         raise _Malformed("no `ok`")
-    if "times_ms" in msg and not (len(msg["times_ms"]) <= protocol.MAX_CALLS_PER_BATCH
-                                  and all(_number(x) for x in msg["times_ms"])):
-        raise _Malformed("`times_ms` is not a list of at most "
-                         f"{protocol.MAX_CALLS_PER_BATCH} numbers")
+    for field in ("times_ms", "host_ms"):
+        if field in msg and not (len(msg[field]) <= protocol.MAX_CALLS_PER_BATCH
+                                 and all(_number(x) for x in msg[field])):
+            raise _Malformed(f"`{field}` is not a list of at most {protocol.MAX_CALLS_PER_BATCH} numbers")
     if not msg["ok"]:
         err = msg.get("error")
         if not (isinstance(err, dict) and err.get("kind") in protocol.ERROR_KINDS

@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import WIDTH, Kernels, poison_word
+from judge.worker.hold import Hold
 from judge.worker.protocol import (
     ERROR_TEXT_CHARS,
     FLUSH_MIN_BYTES,
@@ -52,7 +53,8 @@ class Worker:
         self.tensors: dict[str, object] = {}
         self.call_target: Callable[[list], object] = _not_loaded
         self.events: list[tuple[int, int]] = []
-        self.kernels = Kernels()  # judge-owned poison fill kernels
+        self.kernels = Kernels()  # judge-owned poison fill kernels, and the hold
+        self.hold = Hold(self.rt, self.kernels)
         self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
 
     def send(self, **msg) -> None:
@@ -122,8 +124,9 @@ class Worker:
             self.events.append((self.rt.event(), self.rt.event()))
         return {}
 
-    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False) -> dict:
-        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs.
+    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False, hold: bool = False) -> dict:
+        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs, and
+        with `hold` the GPU-side hold (judge/worker/hold.py), let go once the call is queued.
 
         With `rest` > 0 the GPU idles `rest` × the busy time, after each call (`per_call`, for
         long calls) or after the batch (short calls run back to back within it), so a heavy
@@ -131,6 +134,9 @@ class Worker:
         timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
         """
         k = max(1, min(k, MAX_CALLS_PER_BATCH))
+        held = hold and self.hold.usable
+        crowded, late = self.hold.crowded(), self.hold.late()
+        host = []
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
@@ -138,11 +144,19 @@ class Worker:
                 self._poison(ptr, nbytes, dtype)  # lines leave L2
             self._clear_persisting_l2()
             self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)
+            if held:
+                self.hold.begin()
             start, end = self.events[i]
             self.rt.record(start)
+            if held:
+                self.hold.wait_resident()
+            t0 = time.perf_counter()
             self.call_target(self.slots[s])
+            host.append((time.perf_counter() - t0) * 1000)
             self.rt.record(end)
             self.rt.last_error("launching solve()")
+            if held:
+                self.hold.release()
             if rest > 0 and per_call:
                 self.rt.event_synchronize(end)
                 time.sleep(self.rt.elapsed_ms(start, end) * rest / 1000)
@@ -151,7 +165,8 @@ class Worker:
         times = [self.rt.elapsed_ms(*self.events[i]) for i in range(k)]
         if rest > 0 and not per_call:
             time.sleep(sum(times) * rest / 1000)
-        return {"times_ms": times, "calls": self.next_slot}
+        return {"times_ms": times, "host_ms": host, "held": held, "crowded": self.hold.crowded() - crowded,
+                "late": self.hold.late() - late, "calls": self.next_slot}
 
 
 def baseline_module(baseline: dict) -> types.ModuleType:

@@ -68,6 +68,8 @@ def header() -> str:
         f"#define JUDGE_MAX_CALLS_PER_BATCH {protocol.MAX_CALLS_PER_BATCH}",
         f"#define JUDGE_CHECK_STRIDE {protocol.CHECK_STRIDE}",
         f"#define JUDGE_FLUSH_MIN_BYTES {protocol.FLUSH_MIN_BYTES}ull",
+        f"#define JUDGE_HOLD_ARRIVE_US {protocol.HOLD_ARRIVE_US}ull",
+        f"#define JUDGE_HOLD_TIMEOUT_MS {protocol.HOLD_TIMEOUT_MS}ull",
         f"#define JUDGE_COMMAND_CAP_BYTES {protocol.REQUEST_CAP_BYTES}",
         f"#define JUDGE_ERROR_TEXT_CHARS {protocol.ERROR_TEXT_CHARS}",
         f"static const unsigned char JUDGE_POISON_BYTES[] = {{{poison}}};",

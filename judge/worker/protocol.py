@@ -57,6 +57,13 @@ CHECK_COUNT, CHECK_FINGERPRINT, CHECK_START, CHECK_END = range(CHECK_WORDS)
 # The L2 flush before every timed call writes max(2 x L2, this) bytes.
 FLUSH_MIN_BYTES = 64 << 20
 
+# The GPU-side hold before a timed call (`time_batch` with `hold`: judge/worker/native/hold.h and
+# judge/worker/hold.py) is `crowded` when its blocks are not all resident this long after its first
+# one started (on an idle device they are within microseconds; kernels left running by an earlier
+# call keep SMs), and `late` when the host has not let go after HOLD_TIMEOUT_MS.
+HOLD_ARRIVE_US = 50
+HOLD_TIMEOUT_MS = 20
+
 # Bytes whose repeated pattern reads as |value| >= 2 or NaN in f32/f16/bf16: outputs without a
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
 # fills its L2 flush buffer with one.
@@ -77,7 +84,8 @@ ERROR_TEXT_CHARS = 4000  # the worker cuts an error's text to this (a reply stay
 ERROR_KINDS = ("cuda", "python", "os", "native")
 # The type of each field the parent reads (a list's items: numbers); other fields are not read.
 FIELD_TYPES: dict[str, type] = {
-    "nonce": str, "ok": bool, "ready": bool, "pid": int, "calls": int, "times_ms": list, "error": dict}
+    "nonce": str, "ok": bool, "ready": bool, "pid": int, "calls": int, "times_ms": list, "error": dict,
+    "host_ms": list, "held": bool, "crowded": int, "late": int}
 
 
 def worker_channel() -> tuple[TextIO, str]:

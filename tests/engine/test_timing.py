@@ -93,3 +93,47 @@ def test_a_stall_is_a_timeout():
     with pytest.raises(WorkerFailure) as info:
         Timer(w, TimingPolicy(), 10.0).warm_up()
     assert info.value.kind == "timeout" and w.waited_s <= 10.0 + DEADLINE_SLACK_S + 0.1
+
+
+# -- the hold (docs/timing.md, "The hold") ---------------------------------------------------------------
+def test_calls_are_held_and_their_host_time_is_reported_apart():
+    w = FakeWorker(0.002, holds=lambda b, held: {"host_ms": [0.05 + 0.001 * b] * 8})
+    stats = drive(time_target(w, POLICY, 10.0, lambda n: n, max_k=8))
+    assert all(w.hold_asked) and stats.held is True
+    assert stats.median_ms == pytest.approx(0.002)  # the host's time is not in the GPU's
+    assert 0.05 < stats.host_ms < 0.05 + 0.001 * len(w.asked)
+
+
+def test_a_late_first_call_keeps_holding_a_later_late_call_stops_it():
+    """A library's one-off set-up in the very first call (a cuDNN plan) does not turn holds off;
+    a solve() that waits for the device later does, at once."""
+    first = FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == 1)})
+    assert drive(time_target(first, POLICY, 10.0, lambda n: n, max_k=8)).held is True
+    assert all(first.hold_asked)
+    later = FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == 2)})
+    stats = drive(time_target(later, POLICY, 10.0, lambda n: n, max_k=8))
+    assert later.hold_asked[:2] == [True, True] and not any(later.hold_asked[2:])
+    assert stats.held is False
+
+
+def test_a_timed_batch_with_a_late_hold_is_not_a_sample():
+    """Its calls may have started before their work was issued: the batch is dropped, holding is
+    off, and the next batch (unheld) counts."""
+    first_timed = []
+    t = Timer(FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == first_timed[0])}), POLICY, 10.0,
+              max_k=8)
+    first_timed.append(99)
+    t.warm_up()
+    first_timed[0] = len(t.worker.asked) + 1
+    assert t.step() is None and t.samples == [] and t.hold is False
+    t.step()
+    assert t.samples == [pytest.approx(0.002)] and t.worker.hold_asked[-1] is False
+
+
+def test_a_crowded_hold_is_an_impossible_time():
+    """Kernels of an earlier call held SMs when a call began: work outside every timed window."""
+    from judge.engine.timing import ImpossibleTime
+
+    w = FakeWorker(0.002, holds=lambda b, held: {"crowded": int(b == 4)})
+    with pytest.raises(ImpossibleTime, match="earlier call"):
+        drive(time_target(w, POLICY, 10.0, lambda n: n, max_k=8))

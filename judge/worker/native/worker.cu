@@ -18,8 +18,10 @@
 //   call        one call; with `counter`, judge_check of each poisoned output into counter[0..1]
 //               right after solve() returns, before synchronising;
 //   prepare     the timed calls' arguments per slot, the outputs to poison, the counter buffer;
-//   time_batch  k timed calls: per call poison, L2 reset and flush, a GPU stamp, start event,
-//               solve(), end event, a stamp, the checks (protocol.CHECK_STRIDE bytes per call).
+//   time_batch  k timed calls: per call poison, L2 reset and flush, the hold (with `hold`: hold.h),
+//               a GPU stamp, start event, solve(), end event, a stamp, the checks
+//               (protocol.CHECK_STRIDE bytes per call), the hold let go; the reply has each call's
+//               time, its host time (solve()'s own, on the CPU) and the batch's crowded and late holds.
 //
 // Everything it answers is a claim: the submission shares this process. The parent decides from
 // what it checks itself (judge/engine/guards.py).
@@ -29,6 +31,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <stdexcept>
 
@@ -179,6 +182,8 @@ int64_t int_of(const jsn::Value& v, const char* what) {
     return v.integer;
 }
 
+#include "hold.h"  // after cuda() and the judge's kernels, which it uses
+
 double number_of(const jsn::Value& v, const char* what) {
     if (v.type != jsn::Value::Number) refuse("BadRequest", std::string("`") + what + "` is not a number");
     return v.number;
@@ -251,11 +256,12 @@ class Worker {
         // Load the judge's kernels now (CUDA loads modules lazily, at the first launch otherwise):
         // before the sandbox, and so that a missing image fails here, as the judge's problem.
         const void* kernels[] = {(const void*)judge_fill16, (const void*)judge_fill32, (const void*)judge_check16,
-                                 (const void*)judge_check32, (const void*)judge_stamp};
+                                 (const void*)judge_check32, (const void*)judge_stamp, (const void*)judge_hold};
         for (const void* k : kernels) {
             cudaFuncAttributes attr;
             cuda(cudaFuncGetAttributes(&attr, k), "loading the judge's kernels");
         }
+        hold_.setup();
     }
 
     void dispatch(const std::string& op, const jsn::Value& cmd) {
@@ -275,7 +281,7 @@ class Worker {
             only_fields(cmd, {"slots", "outputs", "counter"});
             prepare(cmd);
         } else if (op == "time_batch") {
-            only_fields(cmd, {"k", "rest", "per_call"});
+            only_fields(cmd, {"k", "rest", "per_call", "hold"});
             time_batch(cmd);
             return;  // replied with the times
         } else {
@@ -289,6 +295,7 @@ class Worker {
     void* flush_ = nullptr;
     size_t flush_bytes_ = 0;
     cudaStream_t check_stream_ = nullptr;
+    judge_holds::Hold hold_;
     std::vector<judge_call::Kind> kinds_;
     void* solve_ = nullptr;
     std::map<std::string, char*> buffers_;
@@ -514,11 +521,13 @@ class Worker {
         int64_t k = int_of(field(cmd, "k"), "k");
         k = std::max<int64_t>(1, std::min<int64_t>(k, JUDGE_MAX_CALLS_PER_BATCH));
         const jsn::Value* rest_v = optional(cmd, "rest");
-        const jsn::Value* per_call_v = optional(cmd, "per_call");
         double rest = rest_v ? number_of(*rest_v, "rest") : 0.0;
-        bool per_call = per_call_v && per_call_v->type == jsn::Value::Bool && per_call_v->boolean;
+        bool per_call = flag(cmd, "per_call");
+        bool held = flag(cmd, "hold") && hold_.usable();
+        const unsigned crowded0 = hold_.crowded(), late0 = hold_.late();
         std::vector<uint32_t> words;
         std::vector<bool> poisoned;
+        std::vector<double> host((size_t)k);
         for (int64_t i = 0; i < k; ++i) {
             const size_t s = (size_t)(next_slot_++ % (int64_t)slots_.size());
             const std::vector<Output>& outs = slot_outputs_[s];
@@ -531,11 +540,15 @@ class Worker {
             }
             clear_persisting_l2();
             cuda(cudaMemsetAsync(flush_, poison_byte(), flush_bytes_, LEGACY), "cudaMemsetAsync");
+            if (held) hold_.begin(LEGACY);
             char* slot = counter_ ? counter_ + (size_t)JUDGE_CHECK_STRIDE * i : nullptr;
             if (slot) stamp(slot + 16);
             cudaEvent_t start = events_[i].first, end = events_[i].second;
             cuda(cudaEventRecord(start, LEGACY), "cudaEventRecord");
+            if (held) hold_.wait_resident();
+            const double t0 = now_ms();
             judge_call::call(solve_, slots_[s]);
+            host[(size_t)i] = now_ms() - t0;
             cuda(cudaEventRecord(end, LEGACY), "cudaEventRecord");
             cuda(cudaGetLastError(), "launching solve()");
             if (slot) {  // right after the end event, before any synchronisation
@@ -545,6 +558,7 @@ class Worker {
                         if (poisoned[j]) check(outs[j], words[j], j, slot);
                 });
             }
+            if (held) hold_.release();
             if (rest > 0 && per_call) {
                 cuda(cudaEventSynchronize(end), "solve() on the device");
                 float ms = 0;
@@ -565,8 +579,25 @@ class Worker {
             w.key("times_ms").begin_array();
             for (float t : times) w.number(t);
             w.end_array();
+            w.key("host_ms").begin_array();
+            for (double t : host) w.number(t);
+            w.end_array();
+            w.key("held").boolean(held);
+            w.key("crowded").integer(hold_.crowded() - crowded0);
+            w.key("late").integer(hold_.late() - late0);
             w.key("calls").integer(next_slot_);
         });
+    }
+
+    static bool flag(const jsn::Value& cmd, const char* name) {
+        const jsn::Value* v = optional(cmd, name);
+        return v && v->type == jsn::Value::Bool && v->boolean;
+    }
+
+    static double now_ms() {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
     }
 };
 
