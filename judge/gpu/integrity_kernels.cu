@@ -11,9 +11,9 @@
 //   judge_stamp       *out = the GPU's %globaltimer (ns, one clock for every context on the device);
 //   judge_hold        the GPU-side hold before a timed call (docs/timing.md, "The hold"): its stream
 //                     waits until the host lets go, once solve() has issued its work, so that the
-//                     host's launch latency is not inside the timed window. One block per SM, each
-//                     with all the shared memory an SM has left for a block, so that while it holds
-//                     no kernel of any stream of the context has room on any SM.
+//                     host's launch latency is not inside the timed window. As many one-warp blocks
+//                     as every SM can hold at once, sharing out its shared memory, so that while it
+//                     holds no block of any other kernel of the context has room on any SM.
 #include <cstdint>
 
 template <typename T>

@@ -1,8 +1,8 @@
 """The GPU-side hold before each timed call, in the baseline worker: judge/worker/native/hold.h's
 twin (docs/timing.md, "The hold").
 
-`begin()` enqueues judge_hold (one block per SM, each with all the shared memory an SM has left
-for a block) before the call's start event and `wait_resident()` waits until every block is
+`begin()` enqueues judge_hold (every block slot of every SM, one warp each, sharing out the SMs'
+shared memory) before the call's start event and `wait_resident()` waits until every block is
 resident: no kernel of any stream has room on any SM until `release()`, which the worker calls once
 the call's work and its end event are queued. The GPU then runs the call without waiting for the
 host: the host's launch latency (a Python call into torch, a cuDNN graph lookup) is outside the
@@ -17,8 +17,8 @@ from judge.gpu.cudart import Runtime
 from judge.gpu.integrity import Kernels
 from judge.worker.protocol import HOLD_ARRIVE_US, HOLD_TIMEOUT_MS
 
-# cudaDeviceAttr: multiprocessors, shared memory per SM, per block (opt-in), reserved per block
-_SMS, _PER_SM, _OPTIN, _RESERVED = 16, 81, 97, 111
+# cudaDeviceAttr: multiprocessors, resident blocks per SM, shared memory per SM, reserved per block
+_SMS, _BLOCKS, _PER_SM, _RESERVED = 16, 106, 81, 111
 
 
 class Hold:
@@ -30,8 +30,9 @@ class Hold:
             self.ctl[i] = 0
         self.count = rt.malloc(8)
         rt.memset_async(self.count, 0, 8)
-        self.grid = rt.attribute(_SMS)
-        self.smem = min(rt.attribute(_OPTIN), rt.attribute(_PER_SM) - rt.attribute(_RESERVED))
+        blocks = rt.attribute(_BLOCKS)
+        self.grid = rt.attribute(_SMS) * blocks  # hold.h: every block slot of every SM, and its shared memory
+        self.smem = (rt.attribute(_PER_SM) // blocks - rt.attribute(_RESERVED)) // 128 * 128
         self.number = 0
         self.begin()  # once on the idle device: an SM-limited context cannot hold, and never will
         self.wait_resident()

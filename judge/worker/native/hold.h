@@ -1,8 +1,8 @@
 // The GPU-side hold before each timed call (docs/timing.md, "The hold"), for worker.cu, which
 // includes this after its `cuda()` and the judge's kernels.
 //
-// Per call: `begin()` enqueues judge_hold (one block per SM, each with all the shared memory an SM
-// has left for a block) before the call's stamp and start event, then waits until every block is
+// Per call: `begin()` enqueues judge_hold (as many blocks as every SM can hold at once, of one warp
+// each, sharing out the SM's shared memory) before the call's stamp and start event, then waits until every block is
 // resident: from then on no kernel of any stream has room on any SM until the hold lets go. The
 // caller calls solve(), records the end event and its checks, then `release()`: the GPU starts the
 // call's work with all of it already queued, so the host's launch latency is outside the window.
@@ -32,13 +32,13 @@ class Hold {
         cuda(cudaHostGetDevicePointer((void**)&ctl_dev_, host, 0), "cudaHostGetDevicePointer (the hold)");
         cuda(cudaMalloc(&count_, 2 * sizeof(unsigned)), "cudaMalloc (the hold)");
         cuda(cudaMemset(count_, 0, 2 * sizeof(unsigned)), "cudaMemset (the hold)");
-        int sms = 0, per_sm = 0, optin = 0, reserved = 0;
+        int sms = 0, blocks = 0, per_sm = 0, reserved = 0;
         cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
+        cuda(cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, 0), "cudaDeviceGetAttribute");
         cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0), "cudaDeviceGetAttribute");
-        cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "cudaDeviceGetAttribute");
         cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0), "cudaDeviceGetAttribute");
-        grid_ = (unsigned)sms;
-        smem_ = (size_t)std::min(optin, per_sm - reserved);
+        grid_ = (unsigned)(sms * blocks);  // every block slot of every SM: no other block is resident
+        smem_ = (size_t)(per_sm / blocks - reserved) / 128 * 128;  // and the shared memory with them
         cuda(cudaFuncSetAttribute((const void*)judge_hold, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_),
              "cudaFuncSetAttribute (the hold)");
         // One hold on the idle device: if its blocks cannot all be resident at once (an SM-limited
