@@ -29,10 +29,13 @@ class TimingPolicy:
     max_samples: int = 5000  # timed calls: the loop stops there ("max_samples")
     budget_s: float = 2.0  # GPU time spent in timed calls for one target on one shape
     # GPU time in timed calls before the noise target may stop the loop. The CI of the median
-    # assumes independent samples, but the clock follows the board's power management over
-    # hundreds of ms, so a short window sees one phase of it: measured on an H100, hgemm's medians
-    # over 5 runs spread up to 1.3% when the loop could stop after ~50 ms, 0.46% with 0.3 s.
-    min_time_s: float = 0.3
+    # assumes independent samples, but the clock follows the board's power management, so a
+    # window too short sees one phase of it: with one sample per call and no hold, hgemm's medians
+    # over 5 runs spread up to 1.3% when the loop could stop after ~50 ms, 0.46% with 0.3 s. With
+    # batch samples and the hold (H100, 2026-11-24, docs/benchmarks.md), 0.1 s kept every
+    # candidate median of hgemm 06 and vector_add 02 within 0.23% over 5 runs (baselines 0.87%),
+    # and cut their verdicts from 13-14 s to 6-10 s.
+    min_time_s: float = 0.1
     warmup_ms: float = 25.0
     min_warmup_calls: int = 3
     batch_s: float = 0.05  # GPU time per batch between stopping checks
