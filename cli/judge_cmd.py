@@ -35,6 +35,7 @@ from .common import (
     resolve,
     runner_choice,
     solution_file,
+    store_path,
 )
 
 app = typer.Typer()
@@ -107,9 +108,10 @@ def test(problem: str = typer.Argument(..., help="Problem folder or name"),
 @app.command("list")
 def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     """The ladder: problems easy to hard, with level, tags and what you have solved."""
-    from judge.store import Store, StoreError, default_path
+    from judge.store import Store, StoreError
 
     with errors(as_json, False):
+        where = store_path(db)
         rows, bad = [], []
         for path in spec.find_problems(problems_root()):
             try:
@@ -119,18 +121,19 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
         rows.sort(key=lambda s: (spec.LEVELS.index(s.level), s.name))
         try:
             done = {}
-            if (db or default_path()).exists():  # listing never creates a store
-                with Store(db) as store:
+            if where.exists():  # listing never creates a store
+                with Store(where) as store:
                     done = store.progress()
         except StoreError as e:
             done = {}
             err.print(f"[yellow]warning:[/] solved state unknown: {escape(str(e))}")
         if as_json:
-            print(json.dumps([{"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
-                               "solved": s.name in done and done[s.name].solved,
-                               "attempts": done[s.name].attempts if s.name in done else 0,
-                               "best_speedup": done[s.name].best_speedup if s.name in done else None}
-                              for s in rows], indent=2))
+            print(json.dumps({"store": str(where), "problems": [
+                {"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
+                 "solved": s.name in done and done[s.name].solved,
+                 "attempts": done[s.name].attempts if s.name in done else 0,
+                 "best_speedup": done[s.name].best_speedup if s.name in done else None}
+                for s in rows]}, indent=2))
             return
         t = Table(title="problems")
         for col in ("problem", "level", "title", "tags", "solved"):
@@ -139,7 +142,8 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
             t.add_row(s.name, s.level, s.title, ", ".join(s.tags), render.progress(done.get(s.name)))
         out.print(t)
         n = sum(1 for s in rows if s.name in done and done[s.name].solved)
-        out.print(f"{n} of {len(rows)} solved")
+        out.print(f"{n} of {len(rows)} solved · results store {escape(str(where))}"
+                  + ("" if where.exists() else " (none yet)"))
         for b in bad:
             err.print(f"[yellow]skipped[/] {escape(b)}")
 

@@ -52,7 +52,7 @@ def test_list():
 def test_list_json():
     r = invoke("list", "--json")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["problems"]
     by_name = {row["name"]: row for row in rows}
     assert by_name["vector_add"]["level"] == "easy" and by_name["vector_add"]["title"]
     levels = ["easy", "medium", "hard", "hard+", "hard++"]
@@ -166,7 +166,7 @@ def test_list_skips_broken_problems(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_PROBLEMS", str(tmp_path))
     r = invoke("list", "--json")
     assert r.exit_code == 0, r.output
-    assert [row["name"] for row in json.loads(r.stdout)] == ["toy"]
+    assert [row["name"] for row in json.loads(r.stdout)["problems"]] == ["toy"]
     r = invoke("list")
     assert r.exit_code == 0, r.output
     assert "toy" in r.output and "skipped" in r.output and "broken" in r.output
@@ -283,7 +283,7 @@ def test_attempts_are_recorded_and_listed(sources, tmp_path):
 
     with Store(db) as s:
         assert [x.status.value for x in s.reports()] == ["COMPILE_ERROR"]
-    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)["problems"]}
     assert rows["vector_add"]["attempts"] == 1 and not rows["vector_add"]["solved"]
     r = invoke("submit", "vector_add", str(broken), "--json", "--arch", "sm_90a", "--db", str(db), "--no-record")
     if NO_GPU:
@@ -303,7 +303,7 @@ def test_list_shows_solved(tmp_path):
         s.record(Report(problem="relu", solution="r.cu", source_sha256="1", mode="submit", status="ACCEPTED",
                         geomean_speedup=1.37))
         s.record(Report(problem="gelu", solution="g.cu", source_sha256="2", mode="test", status="WRONG_ANSWER"))
-    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)["problems"]}
     assert rows["relu"]["solved"] and rows["relu"]["best_speedup"] == 1.37
     assert not rows["gelu"]["solved"] and rows["gelu"]["attempts"] == 1
     assert not rows["vector_add"]["solved"] and rows["vector_add"]["attempts"] == 0
