@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEMS_DIR, nvcc_test
-from toy_problem import VALID, write_problem
+from toy_problem import COMPLETE, VALID, write_complete, write_problem
 from typer.testing import CliRunner
 
 import cli.verify_cmd  # noqa: F401  (registers `judge verify`)
@@ -102,8 +102,19 @@ def broken_problem(tmp_path):
     return write_problem(tmp_path, data)
 
 
+def broken_complete_problem(tmp_path):
+    """The complete toy (every file `judge validate` asks for) with the spec errors of broken_problem."""
+    d = write_complete(tmp_path)
+    data = copy.deepcopy(COMPLETE)
+    data["check"]["foo"] = 1
+    data["signature"][0]["type"] = "double*"
+    data["colour"] = "blue"
+    write_problem(tmp_path / "problems", data, reference=None)
+    return d
+
+
 def test_validate_broken_problem_prints_every_error(tmp_path):
-    d = broken_problem(tmp_path)
+    d = broken_complete_problem(tmp_path)
     r = invoke("validate", str(d))
     assert r.exit_code == 2, r.output
     for loc in ("check.foo", "signature[0].type", "colour"):
@@ -113,17 +124,18 @@ def test_validate_broken_problem_prints_every_error(tmp_path):
 
 
 def test_validate_json(tmp_path):
-    d = broken_problem(tmp_path)
-    r = invoke("validate", str(d), "vector_add", "--json")
+    d = broken_complete_problem(tmp_path)
+    r = invoke("validate", str(d), "vector_add", "--json", "--quick")
     assert r.exit_code == 2, r.output
-    rows = json.loads(r.stdout)
-    assert len(rows) == 2
-    assert len(rows[0]["errors"]) == 3
-    assert rows[1] == {"problem": "vector_add", "errors": []}
+    got = json.loads(r.stdout)
+    rows = got["problems"]
+    assert len(rows) == 2 and not got["ok"]
+    assert len(rows[0]["errors"]) == 3 and {e["rule"] for e in rows[0]["errors"]} == {"spec"}
+    assert rows[1] == {"problem": "vector_add", "path": str(PROBLEMS_DIR / "vector_add"), "errors": []}
 
 
 def test_validate_good_problem(tmp_path):
-    r = invoke("validate", str(write_problem(tmp_path, VALID)))
+    r = invoke("validate", str(write_complete(tmp_path)))
     assert r.exit_code == 0, r.output
 
 
