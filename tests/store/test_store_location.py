@@ -78,6 +78,9 @@ def test_a_drill_follows_the_user_from_folder_to_folder(home):
     assert status["drill"]["id"] == started["drill"]["id"] and status["store"] == str(store)
     assert f"results store {store}" in invoke("drill", "status").stdout
     assert not (home / "work" / ".judge").exists() and not (elsewhere / ".judge").exists()
+    for args in (["hint"], ["stats"], ["solution", "vector_add", "--force"]):
+        assert json.loads(invoke(*args, "--json").stdout)["store"] == str(store), args
+    assert f"results store {store}" in invoke("stats").stdout
 
 
 def test_list_says_which_store_it_read(home, monkeypatch):
