@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from . import drill_cmd, judge_cmd, leaderboard_cmd, tools_cmd, verify_cmd
+from . import drill_cmd, judge_cmd, leaderboard_cmd, store_cmd, tools_cmd, verify_cmd
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="kernel-judge: judge CUDA kernels against PyTorch references and vendor libraries.")
@@ -19,6 +19,7 @@ app.add_typer(judge_cmd.app)  # submit, test, list, show, init, validate, doctor
 app.add_typer(verify_cmd.app)  # verify
 app.add_typer(drill_cmd.app)  # hint, stats, solution
 app.add_typer(tools_cmd.app)  # profile, compare, watch
+app.add_typer(store_cmd.app)  # store
 app.add_typer(leaderboard_cmd.app, name="leaderboard")  # leaderboard run|show
 app.add_typer(drill_cmd.drill_app, name="drill")  # drill [status|end]
 

@@ -22,7 +22,7 @@ from judge.contract.verdict import Status
 from judge.runner.job import Runner
 
 from . import board_view
-from .common import out, problems_root
+from .common import out, problems_root, store_path
 
 if TYPE_CHECKING:
     from judge.board.cluster_run import Job, TaskDone, TaskStarted
@@ -38,7 +38,8 @@ def run_on_cluster(subs: list[Submission], address: str, kinds_text: Optional[st
 
     session = cluster_run.open_session(address, kinds_text)
     try:
-        with Store(db) as store:
+        where = store_path(db)
+        with Store(where) as store:
             tally = cluster_run.plan_jobs(store, subs, session, build_only)
             board = _Board(session.kinds, tally.jobs, None if as_json else board_view.progress())
             if not as_json:
@@ -56,7 +57,7 @@ def run_on_cluster(subs: list[Submission], address: str, kinds_text: Optional[st
                         board.finished(ev.done, ev.regression)
         code = tally.exit_code(fail_on)
         if as_json:
-            print(json.dumps(tally.to_json(code), indent=2))
+            print(json.dumps({**tally.to_json(code), "store": str(where)}, indent=2))
             return code
         _kind_table(session.kinds, tally.results, tally.skipped, build_only)
         if build_only:

@@ -35,7 +35,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.st
 
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
-DbOpt = typer.Option(None, "--db", help="Results store (default: $JUDGE_DB or .judge/judge.db).")
+DbOpt = typer.Option(None, "--db", help="Results store file (default: $JUDGE_DB, else your own store in the user "
+                     "data folder: `judge store` shows which).")
 
 RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
 ImageOpt = typer.Option(None, "--image",
@@ -64,6 +65,27 @@ def resolve(problem: str) -> spec.Problem:
         known = ", ".join(p.name for p in spec.find_problems(problems_root()))
         raise Usage(f"no problem {problem!r} (not a folder; known problems: {known or 'none'})")
     return spec.load_problem(path)
+
+
+def store_path(db: Optional[Path]) -> Path:
+    """The results store this command uses (--db, JUDGE_DB or the user store). Call it once per
+    command: with the default store, a per-folder store of an older kernel-judge here is named on
+    stderr (it is never read), so its results are not lost without a word."""
+    where = paths.store_location(db)
+    if where.folder_store is not None:
+        err.print(folder_store_note(where))
+    return where.path
+
+
+def folder_store_note(where: paths.StoreLocation) -> str:
+    old = escape(str(where.folder_store))
+    if where.path.exists():
+        fix = f"read it with --db {old} (or JUDGE_DB={old}); stores are not merged"
+    else:
+        fix = (f"make it yours with `mkdir -p {escape(str(where.path.parent))} && mv {old}* "
+               f"{escape(str(where.path.parent))}/`, or read it with --db {old}")
+    return (f"[yellow]note:[/] {old} is a results store kept per folder by an older kernel-judge; this command "
+            f"uses your store {escape(str(where.path))} instead: {fix}")
 
 
 def solution_file(path: Path) -> Path:
@@ -137,7 +159,7 @@ def record(report: Report, db: Optional[Path]) -> None:
     from judge.store import Store, StoreError
 
     try:
-        with Store(db) as store:  # an attempt on a problem of the active drill belongs to it
+        with Store(store_path(db)) as store:  # an attempt on a problem of the active drill belongs to it
             store.record(report, drill_id=attempt_drill(store, report.problem))
     except StoreError as e:
         err.print(f"[yellow]warning:[/] the result was not recorded: {escape(str(e))}")

@@ -19,7 +19,7 @@ from judge.practice import solutions as sol
 from judge.problem import spec
 from judge.problem.spec import LEVELS
 
-from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
+from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve, store_path
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
@@ -39,9 +39,10 @@ def _errors(as_json: bool) -> Iterator[None]:
 
 
 def _store(db: Optional[Path]):
+    """The command's results store, opened (see common.store_path: call once per command)."""
     from judge.store import Store
 
-    return Store(db)
+    return Store(store_path(db))
 
 
 def _problems() -> dict[str, spec.Problem]:
@@ -100,7 +101,7 @@ def drill(ctx: typer.Context,
             d = dr.start(store, chosen, now(), minutes)
         files = dr.write_starters(chosen, folder)
         if as_json:
-            print(json.dumps({"drill": _drill_json(d), "problems": [
+            print(json.dumps({"drill": _drill_json(d), "store": str(store.path), "problems": [
                 {"name": p.name, "level": p.spec.level, "title": p.spec.title, "prototype": p.prototype(),
                  "statement": p.statement_path.read_text() if p.statement_path.exists() else None,
                  "hints": len(p.spec.hints), "starter": str(f), "starter_written": written}
@@ -115,12 +116,15 @@ def drill(ctx: typer.Context,
         out.print(Rule())
         out.print(f"[bold]drill {d.id}[/] started: {d.minutes:g} min, until {d.deadline:%H:%M} UTC "
                   f"({', '.join(d.problems)}). judge hint · judge drill status · judge drill end")
+        out.print(f"[dim]kept in {escape(str(store.path))}[/]")
 
 
-def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[str, float | None]) -> None:
+def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[str, float | None],
+                 store: Path) -> None:
     if as_json:
         print(json.dumps({
-            "drill": _drill_json(s.drill), "elapsed_s": s.elapsed_s, "left_s": s.left_s, "over_s": s.over_s,
+            "drill": _drill_json(s.drill), "store": str(store),
+            "elapsed_s": s.elapsed_s, "left_s": s.left_s, "over_s": s.over_s,
             "hints_used": s.hints_used,
             "problems": [{**vars(p), "solved": p.solved,
                           "past_median_first_accepted_s": h.median_first_accepted_s.get(p.level or ""),
@@ -149,6 +153,7 @@ def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[st
                   f"problems solved in time or late, {per} hints per drill")
     else:
         out.print("your history: no past drills yet")
+    out.print(f"[dim]results store {escape(str(store))}[/]")
 
 
 def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
@@ -160,7 +165,7 @@ def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
             s = dr.summary(store, d, problems, t)
             h = dr.history(store, problems, t, exclude=d.id)
             best_ever = {n: p.best_speedup for n, p in store.progress().items()}
-        _summary_out(s, h, as_json, best_ever)
+        _summary_out(s, h, as_json, best_ever, store.path)
 
 
 @drill_app.command()
@@ -185,7 +190,8 @@ def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: t
             new = dr.next_hint(store, p, now())
             drill_id, shown = dr.shown_hints(store, p)
         if as_json:
-            print(json.dumps({"problem": p.name, "drill_id": drill_id, "total": len(p.spec.hints),
+            print(json.dumps({"problem": p.name, "drill_id": drill_id, "store": str(store.path),
+                              "total": len(p.spec.hints),
                               "hint": vars(new) if new else None, "shown": [vars(x) for x in shown]}, indent=2))
             return
         for x in shown[:-1] if new else shown:
@@ -201,17 +207,18 @@ def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: t
 @app.command()
 def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     """Your history: past drills, median time to first ACCEPTED per level, hints, best speedups, solved."""
-    from judge.store import default_path
+    from judge.store import Store
 
     with _errors(as_json):
         problems = _problems()
-        if not (db or default_path()).exists():  # reading never creates a store
+        where = store_path(db)
+        if not where.exists():  # reading never creates a store
             h = dr.history(None, problems, now())
         else:
-            with _store(db) as store:
+            with Store(where) as store:
                 h = dr.history(store, problems, now())
         if as_json:
-            print(json.dumps(_history_json(h), indent=2))
+            print(json.dumps({**_history_json(h), "store": str(where)}, indent=2))
             return
         per = f"{h.hints_per_drill:.1f}" if h.hints_per_drill is not None else "–"
         out.print(f"{h.drills} drill(s) ended; {h.solved_in_drills} of {h.problems_in_drills} drill problems "
@@ -224,6 +231,7 @@ def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
         out.print(t)
         if h.best_speedups:
             out.print("best speedups: " + ", ".join(f"{n} {x:.3f}×" for n, x in h.best_speedups[:10]))
+        out.print(f"[dim]results store {escape(str(where))}" + ("" if where.exists() else " (none yet)") + "[/]")
 
 
 @app.command()
@@ -232,12 +240,13 @@ def solution(problem: str = typer.Argument(..., help="Problem folder or name"),
              force: bool = typer.Option(False, "--force", help="Show them even while a drill has the problem."),
              as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     """The reference solutions, simplest to fastest: what each technique buys and what it measured."""
-    from judge.store import default_path
+    from judge.store import Store
 
     with _errors(as_json):
         p = resolve(problem)
-        if not force and (db or default_path()).exists():
-            with _store(db) as store:
+        where = store_path(db)
+        if not force and where.exists():
+            with Store(where) as store:
                 running = dr.guarding(store, p.name)
             if running is not None:
                 raise Usage(f"drill {running.id} is running with {p.name}: its solutions would spoil it "
@@ -251,13 +260,14 @@ def solution(problem: str = typer.Argument(..., help="Problem folder or name"),
             s = found[show_code - 1]
             code = s.path.read_text(errors="replace")
             if as_json:
-                print(json.dumps({**sol.as_json(s), "code": code}, indent=2))
+                print(json.dumps({**sol.as_json(s), "code": code, "store": str(where)}, indent=2))
             else:
                 err.print(f"[bold]{s.index}. {escape(s.name)}[/] ({escape(str(s.path))})")
                 out.print(code, markup=False, highlight=False, end="")
             return
         if as_json:
-            print(json.dumps({"problem": p.name, "solutions": [sol.as_json(s) for s in found]}, indent=2))
+            print(json.dumps({"problem": p.name, "store": str(where), "solutions": [sol.as_json(s) for s in found]},
+                             indent=2))
             return
         t = Table(title=f"{p.name}: reference solutions, simplest first")
         for col in ("#", "solution", "measured", "% of baseline", "% of roofline", "speedup"):

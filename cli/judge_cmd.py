@@ -13,6 +13,7 @@ from rich.table import Table
 
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
 from judge.problem import abi, spec
+from judge.problem.validate import Finding
 from judge.runner import job
 from judge.runner.job import DockerRunner, Runner
 
@@ -35,6 +36,7 @@ from .common import (
     resolve,
     runner_choice,
     solution_file,
+    store_path,
 )
 
 app = typer.Typer()
@@ -107,9 +109,10 @@ def test(problem: str = typer.Argument(..., help="Problem folder or name"),
 @app.command("list")
 def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     """The ladder: problems easy to hard, with level, tags and what you have solved."""
-    from judge.store import Store, StoreError, default_path
+    from judge.store import Store, StoreError
 
     with errors(as_json, False):
+        where = store_path(db)
         rows, bad = [], []
         for path in spec.find_problems(problems_root()):
             try:
@@ -119,18 +122,19 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
         rows.sort(key=lambda s: (spec.LEVELS.index(s.level), s.name))
         try:
             done = {}
-            if (db or default_path()).exists():  # listing never creates a store
-                with Store(db) as store:
+            if where.exists():  # listing never creates a store
+                with Store(where) as store:
                     done = store.progress()
         except StoreError as e:
             done = {}
             err.print(f"[yellow]warning:[/] solved state unknown: {escape(str(e))}")
         if as_json:
-            print(json.dumps([{"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
-                               "solved": s.name in done and done[s.name].solved,
-                               "attempts": done[s.name].attempts if s.name in done else 0,
-                               "best_speedup": done[s.name].best_speedup if s.name in done else None}
-                              for s in rows], indent=2))
+            print(json.dumps({"store": str(where), "problems": [
+                {"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
+                 "solved": s.name in done and done[s.name].solved,
+                 "attempts": done[s.name].attempts if s.name in done else 0,
+                 "best_speedup": done[s.name].best_speedup if s.name in done else None}
+                for s in rows]}, indent=2))
             return
         t = Table(title="problems")
         for col in ("problem", "level", "title", "tags", "solved"):
@@ -139,7 +143,8 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
             t.add_row(s.name, s.level, s.title, ", ".join(s.tags), render.progress(done.get(s.name)))
         out.print(t)
         n = sum(1 for s in rows if s.name in done and done[s.name].solved)
-        out.print(f"{n} of {len(rows)} solved")
+        out.print(f"{n} of {len(rows)} solved · results store {escape(str(where))}"
+                  + ("" if where.exists() else " (none yet)"))
         for b in bad:
             err.print(f"[yellow]skipped[/] {escape(b)}")
 
@@ -189,34 +194,55 @@ def init(problem: str = typer.Argument(..., help="Problem folder or name"),
 
 
 @app.command()
-def validate(problems: List[str] = typer.Argument(..., help="Problem folders"), as_json: bool = JsonOpt) -> None:
-    """Check problem folders: every error of each, at once."""
-    results: list[tuple[str, list[str]]] = []
-    for name in problems:
-        try:
-            p = resolve(name)
-            results.append((name, []))
-            from judge.practice.verify import ControlError, controls
+def validate(problems: Optional[List[str]] = typer.Argument(None, help="Problem folders or names (default: every "
+                                                            "problem of the set, and the set's own rules)"),
+             quick: bool = typer.Option(False, "--quick", help="Skip the rules that run the reference on CPU."),
+             as_json: bool = JsonOpt) -> None:
+    """Check problem folders against every rule of docs/problem-format.md: all errors of each, at once."""
+    from judge.build import toolchain
+    from judge.problem import validate as rules
 
+    languages = list(toolchain.REGISTRY.values())
+    whole_set = not problems
+    targets = [(n, n) for n in problems or []] or [(d.name, str(d)) for d in spec.find_problems(problems_root())]
+    rows: list[dict] = []
+    with errors(as_json, False):
+        for name, target in targets:
             try:
-                controls(p)
-            except ControlError as e:
-                results[-1] = (name, [str(e)])
-        except spec.ProblemError as e:
-            results.append((str(e.file), [f"{loc}: {msg}" for loc, msg in e.errors]))
-        except Usage as e:
-            results.append((name, [str(e)]))
+                root = resolve(target).root
+            except spec.ProblemError as e:
+                root = e.file.parent
+            except Usage as e:
+                rows.append({"problem": name, "path": None, "errors": [{"rule": "spec", "file": name,
+                                                                        "message": str(e)}]})
+                continue
+            found = rules.validate(root, languages, cpu=not quick)
+            rows.append({"problem": name, "path": str(root), "errors": [_finding(f) for f in found]})
+        set_row = None
+        if whole_set:
+            set_row = {"path": str(problems_root()),
+                       "errors": [_finding(f) for f in rules.validate_set(problems_root())]}
+    failed = any(r["errors"] for r in rows) or bool(set_row and set_row["errors"])
     if as_json:
-        print(json.dumps([{"problem": n, "errors": e} for n, e in results], indent=2))
+        print(json.dumps({"ok": not failed, "problems": rows, "set": set_row}, indent=2))
     else:
-        for n, errs in results:
-            if errs:
-                err.print(f"[red]✗[/] {escape(n)}: {len(errs)} error(s)")
-                for text in errs:
-                    err.print(f"    {escape(text)}")
+        for r in rows + ([{**set_row, "problem": f"the problem set {set_row['path']}"}] if set_row else []):
+            if r["errors"]:
+                err.print(f"[red]✗[/] {escape(r['problem'])}: {len(r['errors'])} error(s)")
+                for f in r["errors"]:
+                    err.print(f"    {escape(f['file'])}: {escape(f['message'])} [dim]({f['rule']})[/]")
             else:
-                out.print(f"[green]✓[/] {escape(n)}")
-    raise typer.Exit(EXIT_USAGE if any(e for _, e in results) else 0)
+                out.print(f"[green]✓[/] {escape(r['problem'])}")
+    raise typer.Exit(EXIT_USAGE if failed else 0)
+
+
+def _finding(f: Finding) -> dict:
+    """A finding as `judge validate` shows it: the file relative to this folder where it is below it."""
+    try:
+        shown = str(f.file.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(f.file)
+    return {"rule": f.rule, "file": shown, "message": f.message}
 
 
 @app.command()

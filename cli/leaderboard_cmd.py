@@ -38,6 +38,7 @@ from .common import (
     out,
     problems_root,
     runner_choice,
+    store_path,
 )
 
 app = typer.Typer(no_args_is_help=True, help="Leaderboards: judge a submissions folder, show the rankings.")
@@ -128,7 +129,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
         chosen, kind, gpu = board_run.choose_devices(local_gpus(), gpus, devices)
         if references:
             subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
-        with Store(db) as store:
+        where = store_path(db)
+        with Store(where) as store:
             todo, skipped, previous = board_run.plan(store, subs, kind)
             judgeable = [s for s in todo if not s.error]
             judge = make_judge(judgeable, problems_root(), kind, gpu, budget, arch, timeout, as_json) \
@@ -163,7 +165,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                     progress.stop()
         code = tally.exit_code(fail_on)
         if as_json:
-            print(json.dumps(tally.to_json(code), indent=2))
+            print(json.dumps({**tally.to_json(code), "store": str(where)}, indent=2))
         else:
             board_view.print_summary(tally.results, tally.skipped, tally.regressions, db)
     raise typer.Exit(code)
@@ -180,11 +182,11 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
     from judge.board import rank as board_rank
     from judge.board import render as board_render
     from judge.board import submissions as leaderboard
-    from judge.store import Store, default_path
+    from judge.store import Store
 
     fmt = Format.json if as_json else fmt
     with errors(as_json, False):
-        path = db or default_path()
+        path = store_path(db)
         if not path.exists():
             raise Usage(f"no results store at {path}: run `judge leaderboard run SUBMISSIONS_DIR` first (or pass --db)")
         with Store(path) as store:

@@ -1,6 +1,6 @@
 """Where things are, decided in one place: the code's own root, the problem set (problems and
 their model answers), the build cache, the results store, and every `JUDGE_*` environment
-variable the judge reads.
+variable the judge reads. Standard library and platformdirs only.
 
 A problem set is a folder holding `problems/NAME/` and `reference_solutions/NAME/` side by side;
 the repository is one. Every command finds a problem's model answers the same way
@@ -9,12 +9,15 @@ the repository is one. Every command finds a problem's model answers the same wa
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+
+import platformdirs
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds judge/ and cli/: child processes' PYTHONPATH
 
 ENV_PROBLEMS = "JUDGE_PROBLEMS"  # the problems folder (default: the repository's problems/)
-ENV_DB = "JUDGE_DB"  # the results store's file
+ENV_DB = "JUDGE_DB"  # the results store's file (default: one per user, `user_store()`)
 ENV_CACHE = "JUDGE_CACHE"  # the build cache's folder
 ENV_CUDART = "JUDGE_CUDART"  # the libcudart.so the worker loads (default: the toolkit's)
 ENV_DOCKER_IMAGE = "JUDGE_DOCKER_IMAGE"  # the docker runner's image
@@ -33,7 +36,10 @@ ENV_CONFINE = "JUDGE_CONFINE"
 ENV_SECCOMP_LEARN = "JUDGE_SECCOMP_LEARN"
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"
-DEFAULT_DB = Path(".judge") / "judge.db"
+APP_NAME = "kernel-judge"  # the folder's name under the platform's data folder
+# Where kernel-judge kept its results store before it was one per user: relative to the folder a
+# command ran in. The judge never reads one unless told (--db, JUDGE_DB); `store_location` finds it.
+FOLDER_DB = Path(".judge") / "judge.db"
 
 
 def problems_root() -> Path:
@@ -58,9 +64,36 @@ def cache_root() -> Path:
     return Path(base)
 
 
-def store_path() -> Path:
+def user_store() -> Path:
+    """The default results store: one file per user in the platform's data folder
+    (`~/.local/share/kernel-judge/judge.db` on Linux, or under `$XDG_DATA_HOME`)."""
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "judge.db"
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """Which results store a command uses, and why."""
+
+    path: Path
+    chosen_by: str  # "--db", "JUDGE_DB" or "default" (the user store)
+    folder_store: Path | None = None  # a `.judge/judge.db` in the current folder that `path` is not (unread)
+
+
+def store_location(explicit: Path | None = None) -> StoreLocation:
+    """`explicit` (a command's --db), else `$JUDGE_DB`, else the user store. With the default, a
+    per-folder store of an older kernel-judge in the current folder is named, never read."""
+    if explicit is not None:
+        return StoreLocation(Path(explicit), "--db")
     env = os.environ.get(ENV_DB)
-    return Path(env) if env else DEFAULT_DB
+    if env:
+        return StoreLocation(Path(env), ENV_DB)
+    path = user_store()
+    here = FOLDER_DB if FOLDER_DB.is_file() and FOLDER_DB.resolve() != path.resolve() else None
+    return StoreLocation(path, "default", here)
+
+
+def store_path() -> Path:
+    return store_location().path
 
 
 def docker_image() -> str:

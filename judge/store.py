@@ -1,5 +1,6 @@
-"""The results store: one SQLite file (default `.judge/judge.db`, or `JUDGE_DB`), WAL mode,
-append-only. Every report is kept whole as JSON; the columns beside it are for queries.
+"""The results store: one SQLite file (default: one per user, judge.paths.user_store; `JUDGE_DB` or
+a command's --db to use another), WAL mode, append-only. Every report is kept whole as JSON; the
+columns beside it are for queries.
 
 Schema changes are a list of migrations; `PRAGMA user_version` says how many have run.
 """
@@ -13,8 +14,6 @@ from pathlib import Path
 from judge import paths
 from judge.contract.report import Report
 from judge.contract.verdict import Status
-
-DEFAULT_PATH = paths.DEFAULT_DB
 
 MIGRATIONS: list[str] = [
     """

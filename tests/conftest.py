@@ -69,11 +69,13 @@ def rel(path: Path) -> str:
 @pytest.fixture(scope="session", autouse=True)
 def judge_cache(tmp_path_factory):
     """Point the content-addressed build cache (and measured peaks) and the results store at fresh
-    folders for this run: tests never write into the user's cache or `.judge/judge.db`."""
+    folders for this run: tests never write into the user's cache or results store. A test that
+    unsets JUDGE_DB gets the default store, under this run's XDG_DATA_HOME, never the real one."""
     mp = pytest.MonkeyPatch()
     cache = tmp_path_factory.mktemp("judge-cache")
     mp.setenv("JUDGE_CACHE", str(cache))
     mp.setenv("JUDGE_DB", str(tmp_path_factory.mktemp("judge-store") / "judge.db"))
+    mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
     yield cache
     mp.undo()
 

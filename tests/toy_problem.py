@@ -50,3 +50,42 @@ def write_problem(root: Path, data: dict | str, folder: str = "toy", reference: 
     if reference is not None:
         (d / "reference.py").write_text(reference)
     return d
+
+
+# A toy that passes every rule of `judge validate` (judge/problem/validate.py): a statement, hints, the
+# largest benchmark among the tests, a model answer, two declared controls (all zeros among them)
+# and a reference that computes in promote_types(dtype, float32).
+COMPLETE_REFERENCE_PY = '''\
+import torch
+
+
+def reference(A, M, K, alpha):
+    return alpha * A.to(torch.promote_types(A.dtype, torch.float32)).sum(dim=1)
+
+
+def baseline(A, C, M, K, alpha):
+    C.copy_(alpha * A.float().sum(dim=1))
+'''
+COMPLETE = {**VALID, "tests": [{"M": 3, "K": 5, "alpha": 1.0}, {"M": 2, "K": 3, "alpha": 0.5},
+                               {"M": 64, "K": 256, "alpha": 1.0}],
+            "benchmarks": [{"M": 64, "K": 256, "alpha": 1.0}, {"M": 16, "K": 16, "alpha": 1.0}]}
+MODEL_ANSWER_CU = '''\
+extern "C" void solve(const __half* A, float* C, int M, int K, float alpha) {}
+'''
+CONTROLS = {
+    "all_zeros.cu": "// expected: WRONG_ANSWER — writes zeros\n" + MODEL_ANSWER_CU,
+    "no_alpha.cu": "// expected: WRONG_ANSWER — forgets alpha\n" + MODEL_ANSWER_CU,
+}
+
+
+def write_complete(root: Path, data: dict | None = None, reference: str = COMPLETE_REFERENCE_PY) -> Path:
+    """`root/problems/toy` (the problem) and `root/reference_solutions/toy` (its model answer)."""
+    d = write_problem(root / "problems", data or COMPLETE, reference=reference)
+    (d / "README.md").write_text("# Row sums\n\nC[i] = alpha · Σ_k A[i, k].\n")
+    (d / "wrong").mkdir()
+    for name, text in CONTROLS.items():
+        (d / "wrong" / name).write_text(text)
+    answers = root / "reference_solutions" / "toy"
+    answers.mkdir(parents=True)
+    (answers / "01_naive.cu").write_text(MODEL_ANSWER_CU)
+    return d

@@ -3,7 +3,6 @@ must get the status its first line declares (`// expected: WRONG_ANSWER — tail
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,11 +13,12 @@ from judge.build import toolchain
 from judge.contract.verdict import Status
 from judge.engine.stats import TimingPolicy
 from judge.problem.spec import Problem
+from judge.problem.validate import ControlError, declared_status
 
 if TYPE_CHECKING:
     from judge.contract.report import Report
 
-_EXPECTED = r"^{comment}\s*expected:\s*([A-Z_]+)\s*(?:[—-]+\s*(.*))?$"  # in the file's comment syntax
+__all__ = ["Checked", "Control", "ControlError", "controls", "expected_status", "reference_dir", "verify"]
 
 
 @dataclass(frozen=True)
@@ -30,19 +30,10 @@ class Control:
     kind: str  # "reference" | "wrong"
 
 
-class ControlError(ValueError):
-    pass
-
-
 def expected_status(path: Path) -> tuple[Status, str]:
-    """The status a known-wrong control declares on its first line."""
-    comment = toolchain.for_source(path).comment
-    first = path.read_text(errors="replace").splitlines()[:1]
-    m = re.match(_EXPECTED.format(comment=re.escape(comment)), first[0].strip()) if first else None
-    if not m or m.group(1) not in Status.__members__:
-        raise ControlError(f"{path}: the first line must be `{comment} expected: STATUS` "
-                           f"(one of {', '.join(s.value for s in Status if s is not Status.ACCEPTED)})")
-    return Status[m.group(1)], (m.group(2) or "").strip()
+    """The status a known-wrong control declares on its first line, in its language's comment
+    syntax (`judge validate` checks every control's line: judge/problem/validate.py)."""
+    return declared_status(path, toolchain.for_source(path).comment)
 
 
 def reference_dir(problem: Problem) -> Path:

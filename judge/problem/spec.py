@@ -1,4 +1,4 @@
-"""problem.yaml → typed models (DESIGN.md §3). Parse once at the edge; everything else gets a Problem.
+"""problem.yaml → typed models (docs/problem-format.md). Parse once at the edge; everything else gets a Problem.
 
 `load_problem(dir)` raises `ProblemError` carrying every error found (file, field path, message),
 so `judge validate` can report them all at once. Loading never imports torch or the reference:
@@ -7,6 +7,7 @@ checks registered in judge/problem/checks/ (nothing here names them).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -135,6 +136,10 @@ class Problem:
 
     def shape_of(self, name: str, workload: Workload) -> tuple[int, ...]:
         return tuple(int(e(workload)) for e in self.shapes[name])
+
+    def numel(self, workload: Workload) -> int:
+        """Elements over all tensors of a workload: how big it is."""
+        return sum(math.prod(self.shape_of(t.name, workload)) for t in self.tensors)
 
     def prototype(self) -> str:
         return abi.prototype(self.params)

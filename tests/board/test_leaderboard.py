@@ -363,7 +363,7 @@ def test_cli_run_resume_and_show(tmp_path, fake_gpus):
     assert got == {("alice", "vector_add"): "ACCEPTED", ("bob", "vector_add"): "WRONG_ANSWER",
                    ("carol", "vector_add"): "ACCEPTED", ("dave", "nope"): "REJECTED",
                    ("reference", "vector_add"): "ACCEPTED"}
-    assert data["skipped"] == [] and set(data["devices"]) == {0, 1}
+    assert data["skipped"] == [] and set(data["devices"]) == {0, 1} and data["store"] == db
     assert {d for _, _, d, _ in fake_gpus.calls} == {0, 1} and not fake_gpus.overlap_on_one_gpu
 
     # resume: nothing changed → nothing judged; one file changed → only it

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROBLEMS_DIR, nvcc_test
-from toy_problem import VALID, write_problem
+from toy_problem import COMPLETE, VALID, write_complete, write_problem
 from typer.testing import CliRunner
 
 import cli.verify_cmd  # noqa: F401  (registers `judge verify`)
@@ -52,7 +52,7 @@ def test_list():
 def test_list_json():
     r = invoke("list", "--json")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["problems"]
     by_name = {row["name"]: row for row in rows}
     assert by_name["vector_add"]["level"] == "easy" and by_name["vector_add"]["title"]
     levels = ["easy", "medium", "hard", "hard+", "hard++"]
@@ -102,8 +102,19 @@ def broken_problem(tmp_path):
     return write_problem(tmp_path, data)
 
 
+def broken_complete_problem(tmp_path):
+    """The complete toy (every file `judge validate` asks for) with the spec errors of broken_problem."""
+    d = write_complete(tmp_path)
+    data = copy.deepcopy(COMPLETE)
+    data["check"]["foo"] = 1
+    data["signature"][0]["type"] = "double*"
+    data["colour"] = "blue"
+    write_problem(tmp_path / "problems", data, reference=None)
+    return d
+
+
 def test_validate_broken_problem_prints_every_error(tmp_path):
-    d = broken_problem(tmp_path)
+    d = broken_complete_problem(tmp_path)
     r = invoke("validate", str(d))
     assert r.exit_code == 2, r.output
     for loc in ("check.foo", "signature[0].type", "colour"):
@@ -113,17 +124,18 @@ def test_validate_broken_problem_prints_every_error(tmp_path):
 
 
 def test_validate_json(tmp_path):
-    d = broken_problem(tmp_path)
-    r = invoke("validate", str(d), "vector_add", "--json")
+    d = broken_complete_problem(tmp_path)
+    r = invoke("validate", str(d), "vector_add", "--json", "--quick")
     assert r.exit_code == 2, r.output
-    rows = json.loads(r.stdout)
-    assert len(rows) == 2
-    assert len(rows[0]["errors"]) == 3
-    assert rows[1] == {"problem": "vector_add", "errors": []}
+    got = json.loads(r.stdout)
+    rows = got["problems"]
+    assert len(rows) == 2 and not got["ok"]
+    assert len(rows[0]["errors"]) == 3 and {e["rule"] for e in rows[0]["errors"]} == {"spec"}
+    assert rows[1] == {"problem": "vector_add", "path": str(PROBLEMS_DIR / "vector_add"), "errors": []}
 
 
 def test_validate_good_problem(tmp_path):
-    r = invoke("validate", str(write_problem(tmp_path, VALID)))
+    r = invoke("validate", str(write_complete(tmp_path)))
     assert r.exit_code == 0, r.output
 
 
@@ -166,7 +178,7 @@ def test_list_skips_broken_problems(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_PROBLEMS", str(tmp_path))
     r = invoke("list", "--json")
     assert r.exit_code == 0, r.output
-    assert [row["name"] for row in json.loads(r.stdout)] == ["toy"]
+    assert [row["name"] for row in json.loads(r.stdout)["problems"]] == ["toy"]
     r = invoke("list")
     assert r.exit_code == 0, r.output
     assert "toy" in r.output and "skipped" in r.output and "broken" in r.output
@@ -283,7 +295,7 @@ def test_attempts_are_recorded_and_listed(sources, tmp_path):
 
     with Store(db) as s:
         assert [x.status.value for x in s.reports()] == ["COMPILE_ERROR"]
-    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)["problems"]}
     assert rows["vector_add"]["attempts"] == 1 and not rows["vector_add"]["solved"]
     r = invoke("submit", "vector_add", str(broken), "--json", "--arch", "sm_90a", "--db", str(db), "--no-record")
     if NO_GPU:
@@ -303,7 +315,7 @@ def test_list_shows_solved(tmp_path):
         s.record(Report(problem="relu", solution="r.cu", source_sha256="1", mode="submit", status="ACCEPTED",
                         geomean_speedup=1.37))
         s.record(Report(problem="gelu", solution="g.cu", source_sha256="2", mode="test", status="WRONG_ANSWER"))
-    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)}
+    rows = {x["name"]: x for x in json.loads(invoke("list", "--json", "--db", str(db)).stdout)["problems"]}
     assert rows["relu"]["solved"] and rows["relu"]["best_speedup"] == 1.37
     assert not rows["gelu"]["solved"] and rows["gelu"]["attempts"] == 1
     assert not rows["vector_add"]["solved"] and rows["vector_add"]["attempts"] == 0
