@@ -1,6 +1,7 @@
 """Where things are, decided in one place: the code's own root, the problem set (problems and
 their model answers), the build cache, the results store, and every `JUDGE_*` environment
-variable the judge reads. Standard library and platformdirs only.
+variable the judge reads. Standard library only at import (platformdirs when the store's default
+location is asked for).
 
 A problem set is a folder holding `problems/NAME/` and `reference_solutions/NAME/` side by side;
 the repository is one. Every command finds a problem's model answers the same way
@@ -11,8 +12,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds judge/ and cli/: child processes' PYTHONPATH
 
@@ -67,6 +66,8 @@ def cache_root() -> Path:
 def user_store() -> Path:
     """The default results store: one file per user in the platform's data folder
     (`~/.local/share/kernel-judge/judge.db` on Linux, or under `$XDG_DATA_HOME`)."""
+    import platformdirs  # here, not at import: the baseline worker imports this module and stays light
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "judge.db"
 
 
