@@ -34,7 +34,18 @@ cudaError_t cudaSetDevice(int device) {
     return ok("cudaSetDevice");
 }
 cudaError_t cudaFree(void* p) { fprintf(stderr, "fake: cudaFree\n"); return ok("cudaFree"); }
-cudaError_t cudaDeviceGetAttribute(int* v, int attr, int device) { *v = 50 << 20; return ok("cudaDeviceGetAttribute"); }
+cudaError_t cudaDeviceGetAttribute(int* v, int attr, int device) {
+    // SMs, resident blocks per SM, shared memory per SM, reserved per block (the hold's shape); else the L2 size
+    *v = attr == 16 ? 4 : attr == 106 ? 32 : attr == 81 ? 233472 : attr == 111 ? 1024 : 50 << 20;
+    return ok("cudaDeviceGetAttribute");
+}
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
+    *p = calloc(1, n);
+    return ok("cudaHostAlloc");
+}
+cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) { *d = h; return ok("cudaHostGetDevicePointer"); }
+cudaError_t cudaFuncSetAttribute(const void* fn, int attr, int value) { return ok("cudaFuncSetAttribute"); }
+cudaError_t cudaMemset(void* p, int value, size_t n) { return ok("cudaMemset"); }
 cudaError_t cudaMalloc(void** p, size_t n) {
     *p = (void*)0x10000000;  /* the flush buffer: never touched on the host */
     fprintf(stderr, "fake: cudaMalloc %zu\n", n);
@@ -73,7 +84,12 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t n, void* stream) {
     return ok("cudaMemsetAsync");
 }
 cudaError_t cudaLaunchKernel(const void* fn, dim3 grid, dim3 block, void** args, size_t shared, void* stream) {
-    if (block.x == 1) {
+    if (shared > 0) {  // judge_hold (the only launch with dynamic shared memory): every block resident at once,
+        volatile unsigned* ctl = *(volatile unsigned**)args[0];  // the host lets go whenever it likes
+        unsigned number = *(unsigned*)args[2];
+        fprintf(stderr, "fake: hold %u grid=%u smem=%zu\n", number, grid.x, shared);
+        ctl[1] = number;
+    } else if (block.x == 1) {
         fprintf(stderr, "fake: stamp %p\n", *(void**)args[0]);
     } else if (stream == CHECK_STREAM) {
         fprintf(stderr, "fake: check %p 0x%08x %llu salt=%llu out=%p grid=%u block=%u\n", *(void**)args[0],
