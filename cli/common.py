@@ -56,6 +56,12 @@ def problems_root() -> Path:
     return paths.problems_root()
 
 
+def no_problems() -> str:
+    """Where the judge looked for problems and found none, and how to point it elsewhere."""
+    return (f"no problems in {problems_root()} (from {paths.problems_origin()}); set {paths.ENV_PROBLEMS} "
+            "to a folder with one NAME/problem.yaml per problem")
+
+
 def resolve(problem: str) -> spec.Problem:
     """A problem folder path, or the name of one under the problems root."""
     path = Path(problem)
@@ -63,7 +69,8 @@ def resolve(problem: str) -> spec.Problem:
         path = problems_root() / problem
     if not path.exists():
         known = ", ".join(p.name for p in spec.find_problems(problems_root()))
-        raise Usage(f"no problem {problem!r} (not a folder; known problems: {known or 'none'})")
+        raise Usage(f"no problem {problem!r} (not a folder; "
+                    + (f"known problems: {known})" if known else f"{no_problems()})"))
     return spec.load_problem(path)
 
 

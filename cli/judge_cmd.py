@@ -30,6 +30,7 @@ from .common import (
     Usage,
     err,
     errors,
+    no_problems,
     out,
     problems_root,
     record,
@@ -114,7 +115,10 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
     with errors(as_json, False):
         where = store_path(db)
         rows, bad = [], []
-        for path in spec.find_problems(problems_root()):
+        found = spec.find_problems(problems_root())
+        if not found:
+            raise Usage(no_problems())
+        for path in found:
             try:
                 rows.append(spec.load_problem(path).spec)
             except spec.ProblemError as e:

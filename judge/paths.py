@@ -4,7 +4,8 @@ variable the judge reads. Standard library only at import (platformdirs when the
 location is asked for).
 
 A problem set is a folder holding `problems/NAME/` and `reference_solutions/NAME/` side by side;
-the repository is one. Every command finds a problem's model answers the same way
+the repository is one, and a normal install carries a copy of it (setup.py puts it in
+`judge/problemset/`). Every command finds a problem's model answers the same way
 (`solutions_dir`), so `judge verify` and `judge leaderboard run --references` read one tree.
 """
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CODE_ROOT = Path(__file__).resolve().parents[1]  # holds judge/ and cli/: child processes' PYTHONPATH
+# The problem set a normal (not editable) install carries: problems/ and reference_solutions/ (setup.py)
+INSTALLED_SET = Path(__file__).resolve().parent / "problemset"
 
-ENV_PROBLEMS = "JUDGE_PROBLEMS"  # the problems folder (default: the repository's problems/)
+ENV_PROBLEMS = "JUDGE_PROBLEMS"  # the problems folder (default: problems_root's docstring)
 ENV_DB = "JUDGE_DB"  # the results store's file (default: one per user, `user_store()`)
 ENV_CACHE = "JUDGE_CACHE"  # the build cache's folder
 ENV_CUDART = "JUDGE_CUDART"  # the libcudart.so the worker loads (default: the toolkit's)
@@ -41,9 +44,26 @@ APP_NAME = "kernel-judge"  # the folder's name under the platform's data folder
 FOLDER_DB = Path(".judge") / "judge.db"
 
 
+def checkout_root() -> Path | None:
+    """The repository checkout the code runs from (an editable install, or `python -m` in one), or None."""
+    return CODE_ROOT if (CODE_ROOT / "pyproject.toml").is_file() and (CODE_ROOT / "problems").is_dir() else None
+
+
 def problems_root() -> Path:
+    """The problems folder: $JUDGE_PROBLEMS if set, else the checkout's `problems/` when the code runs
+    from one, else the copy a normal install carries."""
     env = os.environ.get(ENV_PROBLEMS)
-    return Path(env) if env else CODE_ROOT / "problems"
+    if env:
+        return Path(env).expanduser()
+    checkout = checkout_root()
+    return checkout / "problems" if checkout else INSTALLED_SET / "problems"
+
+
+def problems_origin() -> str:
+    """Where `problems_root` came from, in words (for a message about an empty or missing set)."""
+    if os.environ.get(ENV_PROBLEMS):
+        return f"${ENV_PROBLEMS}"
+    return "this checkout" if checkout_root() else "the installed package"
 
 
 def solutions_root(problems: Path | None = None) -> Path:

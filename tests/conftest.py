@@ -114,3 +114,49 @@ def problem_builds(tmp_path_factory, judge_cache):
         firsts.setdefault(i, r)
     built = build.build_many([firsts[i] for i in range(len(unique))]) if unique else []
     return {k: built[i] for k, i in zip(keys, index)}
+
+
+# The test tiers (README, "Set up"). The default run (`pytest`) leaves out the `slow` tier: tests
+# that take seconds each or more on a 2-core machine. `pytest -m slow` runs that tier alone and
+# `pytest -m "not gpu"` every tier but the GPU's, as .ci/run does. Every test that compiles (marked
+# `nvcc`) or needs a container engine (`docker`) is slow, and so is every test named below.
+SLOW_FIXTURES = {  # a test that uses one of these fixtures
+    "problem_builds": "nvcc builds every problem's files, for two archs",
+    "runtime_builds": "nvcc builds the runtime exploits (tests/test_exploits.py)",
+    "worker_bin": "builds the native worker",
+}
+SLOW_MODULES = {  # paths under tests/
+    "board/test_cluster.py": "starts a local Ray cluster",
+    "board/test_leaderboard_html.py": "headless Chromium",
+    "problem/test_classic_wrong.py": "every problem's reference at its test shapes",
+    "test_install.py": "fresh virtual environments",
+}
+SLOW_TESTS = {  # path under tests/ :: test function (every parameter of it)
+    "problem/test_problems.py::test_reference_agrees_with_float64": "every problem's reference in float64",
+    "engine/test_reservoir.py::test_the_stash_is_checked_against_its_own_draw": "100 timed phases",
+    "engine/test_reservoir.py::test_wrong_timed_calls_are_caught_after_the_timing_only": "a full timed phase",
+    "engine/test_reservoir.py::test_right_timed_calls_are_all_rechecked_after_the_timing": "a full timed phase",
+    "engine/test_end_state.py::test_timed_batches_pass_and_record_the_stamps_excess": "a full timed phase",
+    "engine/test_engine_failures.py::test_a_baseline_killed_from_outside_is_restarted_once_and_timed_again":
+        "a timed phase with a restart, per operation and signal",
+    "engine/test_engine_failures.py::test_one_restart_per_baseline_and_run": "two timed shapes with restarts",
+    "store/test_store.py::test_concurrent_writers_lose_nothing": "six writer processes",
+}
+
+
+def slow_reason(nodeid: str, markers: set[str], fixtures: set[str]) -> str | None:
+    """Why the test `nodeid` (as pytest names it from the repository's root) is in the slow tier, or None."""
+    path, _, name = nodeid.removeprefix("tests/").partition("::")
+    function = name.split("::")[-1].split("[")[0]
+    reasons = ([f"marked {m}" for m in sorted(markers & {"nvcc", "docker"})]
+               + [SLOW_FIXTURES[f] for f in sorted(fixtures & SLOW_FIXTURES.keys())]
+               + [r for r in (SLOW_MODULES.get(path), SLOW_TESTS.get(f"{path}::{function}")) if r])
+    return "; ".join(reasons) or None
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        markers = {m.name for m in item.iter_markers()}
+        if slow_reason(item.nodeid, markers, set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.slow)
