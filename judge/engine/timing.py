@@ -72,6 +72,7 @@ class Timer:
         self.unheld = 0  # timed batches that were not held
         self.host: list[float] = []  # every timed call's host time (ms)
         self.last_held = True  # whether the last batch was held all through
+        self.last_late = False  # whether a hold of the last batch was late
         self.last_host: list[float] = []
 
     @property
@@ -108,8 +109,11 @@ class Timer:
         if reply.get("crowded"):
             raise ImpossibleTime(f"{reply['crowded']} of {k} calls began while kernels of an earlier call still held "
                                  "SMs (work on another stream, outside the timed windows)")
-        self.last_held = bool(reply.get("held")) and not reply.get("late")
-        if reply.get("late") and self.warm:  # not the target's very first call
+        self.last_late = bool(reply.get("late"))
+        self.last_held = bool(reply.get("held")) and not self.last_late
+        if not reply.get("held"):  # a worker that cannot hold (an SM-limited context) never will
+            self.hold = False
+        if self.last_late and self.warm:  # not the target's very first call
             self.hold = False
         self.last_host = [float(x) for x in reply.get("host_ms", [])][:k]
         self.costs.append(max(max(times) * (1 + rest), wall_ms / k))
@@ -134,9 +138,8 @@ class Timer:
     def step(self) -> str | None:
         """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on. A
         batch with a late hold is not counted (holding is off from then on: the next one counts)."""
-        was_held = self.hold
         times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
-        if was_held and not self.last_held:
+        if self.last_late:
             return None
         self.unheld += not self.last_held
         self.host += self.last_host

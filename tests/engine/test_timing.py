@@ -137,3 +137,12 @@ def test_a_crowded_hold_is_an_impossible_time():
     w = FakeWorker(0.002, holds=lambda b, held: {"crowded": int(b == 4)})
     with pytest.raises(ImpossibleTime, match="earlier call"):
         drive(time_target(w, POLICY, 10.0, lambda n: n, max_k=8))
+
+
+def test_a_worker_that_cannot_hold_is_timed_unheld_not_forever():
+    """An SM-limited context's worker answers every batch unheld: its batches count (as before
+    holds), the report says so, and the loop ends."""
+    w = FakeWorker(0.002, holds=lambda b, held: {"held": False})
+    stats = drive(time_target(w, POLICY, 10.0, lambda n: n, max_k=8))
+    assert stats.held is False and stats.batches >= POLICY.min_batches
+    assert w.hold_asked[0] is True and not any(w.hold_asked[1:])
