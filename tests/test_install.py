@@ -94,7 +94,7 @@ def test_fresh_venv_readme_setup_and_tour(clone, env, tmp_path):
     judge = str(bin_ / "judge")
     ok(run([judge, "--help"], work, env))
     listed = ok(run([judge, "list", "--json"], work, env))
-    assert sorted(r["name"] for r in json.loads(listed.stdout)) == problem_names(clone)
+    assert sorted(r["name"] for r in json.loads(listed.stdout)["problems"]) == problem_names(clone)
     assert "vector_add" in ok(run([judge, "list"], work, env)).stdout
     assert "prototype" in ok(run([judge, "show", "vector_add"], work, env)).stdout
     ok(run([judge, "init", "vector_add", "-o", "x.cu"], work, env))
@@ -122,7 +122,7 @@ def test_normal_install_finds_the_problems_anywhere(clone, env, tmp_path):
 
     judge = str(bin_ / "judge")
     listed = ok(run([judge, "list", "--json"], away, env))
-    names = sorted(r["name"] for r in json.loads(listed.stdout))
+    names = sorted(r["name"] for r in json.loads(listed.stdout)["problems"])
     assert names == problem_names(clone) and "vector_add" in names
     assert f"0 of {len(names)} solved" in ok(run([judge, "list"], away, env)).stdout
     shown = ok(run([judge, "show", "vector_add"], away, env)).stdout
