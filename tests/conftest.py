@@ -132,7 +132,6 @@ SLOW_MODULES = {  # paths under tests/
     "test_install.py": "fresh virtual environments",
 }
 SLOW_TESTS = {  # path under tests/ :: test function (every parameter of it)
-    "problem/test_problems.py::test_reference_agrees_with_float64": "every problem's reference in float64",
     "engine/test_reservoir.py::test_the_stash_is_checked_against_its_own_draw": "100 timed phases",
     "engine/test_reservoir.py::test_wrong_timed_calls_are_caught_after_the_timing_only": "a full timed phase",
     "engine/test_reservoir.py::test_right_timed_calls_are_all_rechecked_after_the_timing": "a full timed phase",
