@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
@@ -19,6 +18,7 @@ from judge.practice import solutions as sol
 from judge.problem import spec
 from judge.problem.spec import LEVELS
 
+from . import render
 from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
@@ -108,7 +108,10 @@ def drill(ctx: typer.Context,
             return
         for p, (f, written) in zip(chosen, files):
             out.print(Rule(f"{p.name} ({p.spec.level})"))
-            out.print(Markdown(p.statement_path.read_text()) if p.statement_path.exists() else escape(p.spec.title))
+            if p.statement_path.exists():
+                render.statement(out, p.statement_path.read_text())
+            else:
+                out.print(escape(p.spec.title))
             out.print(f"\n[bold]prototype[/] {escape(p.prototype())};")
             out.print(("wrote " if written else "kept ") + escape(str(f)) + ("" if written else " (it exists)")
                       + f"; judge it with: judge submit {p.name} {escape(str(f))}")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
@@ -159,7 +158,7 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
                               "hints": len(s.hints)}, indent=2))
             return
         if p.statement_path.exists():
-            out.print(Markdown(p.statement_path.read_text()))
+            render.statement(out, p.statement_path.read_text())
         else:
             out.print(f"[bold]{escape(s.title)}[/]")
         out.print(f"\n[bold]prototype[/]\n  {escape(p.prototype())};")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status as Spinner
 from rich.table import Table
@@ -54,6 +55,12 @@ class Live:
             speed = f"  {r.speedup:.2f}× {escape(r.baselines[0].name)}" if r.speedup else ""
             c.print(f"  ⏱ {escape(r.workload)}: {r.stats.median_ms:.4f} ms, {r.tflops:.1f} TFLOPS, "
                     f"{r.gbps:.0f} GB/s, {r.roofline_pct:.0f}% of roofline{speed}")
+
+
+def statement(c: Console, text: str) -> None:
+    """A problem's README, all of it: wrapped to the console's width. (The consoles soft-wrap, which
+    for a Markdown renderable means cropping every line at the width, list items included.)"""
+    c.print(Markdown(text), soft_wrap=False)
 
 
 def build_summary(c: Console, b: BuildInfo) -> None:
