@@ -56,10 +56,13 @@ def problems_root() -> Path:
 
 
 def resolve(problem: str) -> spec.Problem:
-    """A problem folder path, or the name of one under the problems root."""
+    """A problem folder path, or the name of one under the problems root. A folder here that is not
+    a problem (no problem.yaml: `vector_add/` holding your attempts) does not hide the problem of
+    that name."""
     path = Path(problem)
-    if not path.exists() and (problems_root() / problem).exists():
-        path = problems_root() / problem
+    named = problems_root() / problem
+    if not (path / "problem.yaml").is_file() and path.name != "problem.yaml" and (named / "problem.yaml").is_file():
+        path = named
     if not path.exists():
         known = ", ".join(p.name for p in spec.find_problems(problems_root()))
         raise Usage(f"no problem {problem!r} (not a folder; known problems: {known or 'none'})")
