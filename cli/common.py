@@ -69,6 +69,13 @@ def resolve(problem: str) -> spec.Problem:
     return spec.load_problem(path)
 
 
+def problem_arg(p: spec.Problem) -> str:
+    """How to name `p` on a command line that works from any folder: its name when that is how
+    `resolve` finds it, else its folder."""
+    named = problems_root() / p.name
+    return p.name if named.resolve() == p.root.resolve() else str(p.root)
+
+
 def solution_file(path: Path) -> Path:
     """The solution named on the command line: an existing file some toolchain takes, or Usage."""
     if not path.is_file():

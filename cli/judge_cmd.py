@@ -29,6 +29,7 @@ from .common import (
     err,
     errors,
     out,
+    problem_arg,
     problems_root,
     record,
     resolve,
@@ -184,7 +185,8 @@ def init(problem: str = typer.Argument(..., help="Problem folder or name"),
         if target.exists() and not force:
             raise Usage(f"{target} exists; pass --force to overwrite it")
         target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
-        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {p.root} {escape(str(target))}")
+        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {escape(problem_arg(p))} "
+                  f"{escape(str(target))}")
 
 
 @app.command()

@@ -33,3 +33,10 @@ def test_a_problem_folder_here_wins_over_the_problem_of_that_name(tmp_path, monk
     r = runner.invoke(app, ["show", "vector_add", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["title"] == "my own copy"
+
+
+def test_init_prints_a_command_that_works_from_anywhere(tmp_path):
+    r = runner.invoke(app, ["init", "vector_add", "-o", str(tmp_path / "x.cu")])
+    assert r.exit_code == 0, r.output
+    assert f"judge submit vector_add {tmp_path / 'x.cu'}" in r.output
+    assert "problems/" not in r.output
