@@ -1,6 +1,7 @@
 """Human output with rich: progress while working, the report, errors. Off-TTY safe."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.console import Console
@@ -55,6 +56,36 @@ class Live:
             speed = f"  {r.speedup:.2f}× {escape(r.baselines[0].name)}" if r.speedup else ""
             c.print(f"  ⏱ {escape(r.workload)}: {r.stats.median_ms:.4f} ms, {r.tflops:.1f} TFLOPS, "
                     f"{r.gbps:.0f} GB/s, {r.roofline_pct:.0f}% of roofline{speed}")
+
+
+class Steps:
+    """Progress of a long command on `console`: a spinner on a terminal; off one (a pipe, a CI log)
+    plain lines, at most one every `every_s` seconds, the first and the last step always."""
+
+    def __init__(self, console: Console, every_s: float = 10.0):
+        self.console, self.every_s = console, every_s
+        self.spinner: Spinner | None = console.status("starting", spinner="dots") if console.is_terminal else None
+        self.last = float("-inf")
+
+    def __enter__(self) -> Steps:
+        if self.spinner:
+            self.spinner.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.spinner:
+            self.spinner.stop()
+
+    def update(self, text: str, first: bool = False, last: bool = False) -> None:
+        if self.spinner:
+            self.spinner.update(escape(text))
+        elif first or last or time.monotonic() - self.last >= self.every_s:
+            self.last = time.monotonic()
+            self.console.print(escape(text), highlight=False)
+
+    def line(self, text: str) -> None:
+        """A line that stays (rich markup)."""
+        self.console.print(text, highlight=False)
 
 
 def statement(c: Console, text: str) -> None:
