@@ -15,6 +15,7 @@ from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, S
 from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report
 from judge.contract.verdict import Status
 
+SHOWN_WARNINGS = 3  # warning lines under a build's summary; the count and the log's path say the rest
 STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
 
 
@@ -97,6 +98,14 @@ def statement(c: Console, text: str) -> None:
 def build_summary(c: Console, b: BuildInfo) -> None:
     how = "cached" if b.cached else f"{b.seconds:.1f} s"
     c.print(f"  build ({b.arch}, {how}): {'ok' if b.ok else '[red]failed[/]'}")
+    if b.warning_count:
+        shown = b.warnings[:SHOWN_WARNINGS]
+        c.print(f"  [yellow]{b.warning_count} compiler warning{'s' if b.warning_count != 1 else ''}[/]"
+                + (f" (whole output: {escape(b.log_path)})" if b.log_path else ""), highlight=False)
+        for w in shown:
+            c.print(f"    {escape(w)}", highlight=False)
+        if b.warning_count > len(shown):
+            c.print(f"    ... {b.warning_count - len(shown)} more", highlight=False)
     for k in b.kernels:
         spill = k.spill_store_bytes + k.spill_load_bytes
         warn = f" [red]{spill} B spilled[/]" if spill else ""

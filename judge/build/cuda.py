@@ -15,6 +15,8 @@ from judge.contract.verdict import Status
 from judge.problem import abi
 from judge.problem.spec import Problem
 
+MAX_WARNINGS = 20  # warning lines a report carries (BuildInfo.warnings); BuildInfo.warning_count has them all
+
 
 class CudaToolchain:
     name = "cuda"
@@ -69,9 +71,12 @@ class CudaToolchain:
         """The verdict on a finished build: the policy on what was built, the SASS summaries."""
         if sass and result.ok:
             sass_counts.attach(result)
+        warned = nvcc.warnings(result.log.replace("src.cu", source.name)) if result.ok else []
         info = BuildInfo(ok=result.ok, cached=result.cached, seconds=round(result.seconds, 3),
                          command=result.command, arch=arch, log_tail=result.log[-4000:],
-                         kernels=[KernelInfo(**vars(k)) for k in result.resources])
+                         kernels=[KernelInfo(**vars(k)) for k in result.resources],
+                         warnings=warned[:MAX_WARNINGS], warning_count=len(warned),
+                         log_path=str(result.log_path or ""))
         prepared = Prepared(source, self.name, build=info)
         if not result.ok:
             prepared.status = Status.COMPILE_ERROR
