@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -36,6 +36,43 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.st
 JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
 DbOpt = typer.Option(None, "--db", help="Results store (default: $JUDGE_DB or .judge/judge.db).")
+
+
+
+def _arch(value: Optional[str]) -> Optional[str]:
+    """`--arch`: a usage error before any build when it is not one this nvcc builds for."""
+    from judge.build import nvcc
+
+    if value is not None and (problem := nvcc.arch_problem(value)):
+        raise typer.BadParameter(problem)
+    return value
+
+
+def _arch_form(value: Optional[str]) -> Optional[str]:
+    """`--arch` of a run that may build elsewhere (a cluster's nodes): its form only."""
+    from judge.build import nvcc
+
+    if value is not None and (problem := nvcc.arch_problem(value, check_toolkit=False)):
+        raise typer.BadParameter(problem)
+    return value
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g}: expected a positive number of seconds")
+    return value
+
+
+DeviceOpt = typer.Option(0, "--device", min=0, help="GPU index, as nvidia-smi shows it.")
+ArchOpt = typer.Option(None, "--arch", callback=_arch, help="Build for this arch, e.g. sm_90a (default: the GPU's).")
+ArchFormOpt = typer.Option(None, "--arch", callback=_arch_form,
+                           help="Build for this arch, e.g. sm_90a (default: the GPU's).")
+
+
+def budget_opt(default: Optional[float], help: str) -> Any:
+    """`--budget`: seconds of GPU time, positive (a usage error otherwise)."""
+    return typer.Option(default, "--budget", callback=_positive, help=help)
+
 
 RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
 ImageOpt = typer.Option(None, "--image",

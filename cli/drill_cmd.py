@@ -19,7 +19,7 @@ from judge.problem import spec
 from judge.problem.spec import LEVELS
 
 from . import render
-from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
+from .common import DbOpt, DebugOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
@@ -30,8 +30,8 @@ drill_app = typer.Typer(no_args_is_help=False, add_completion=False,
 
 
 @contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    with errors(as_json, False):
+def _errors(as_json: bool, debug: bool) -> Iterator[None]:
+    with errors(as_json, debug):
         try:
             yield
         except dr.DrillError as e:
@@ -86,11 +86,11 @@ def drill(ctx: typer.Context,
                                                  "e.g. easy,medium,hard (one unsolved problem of each)."),
           seed: Optional[int] = typer.Option(None, "--seed", help="Make the pick deterministic."),
           folder: Path = typer.Option(Path("."), "--dir", help="Where to write the starter files."),
-          as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+          as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Start a drill: pick a problem you have not solved, write its starter, show it, start the clock."""
     if ctx.invoked_subcommand is not None:
         return
-    with _errors(as_json):
+    with _errors(as_json, debug):
         if folder.exists() and not folder.is_dir():
             raise Usage(f"--dir {folder} is not a folder")
         problems = _problems()
@@ -154,8 +154,8 @@ def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[st
         out.print("your history: no past drills yet")
 
 
-def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
-    with _errors(as_json):
+def _report(db: Optional[Path], as_json: bool, debug: bool, ending: bool) -> None:
+    with _errors(as_json, debug):
         problems = _problems()
         with _store(db) as store:
             t = now()
@@ -167,22 +167,22 @@ def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
 
 
 @drill_app.command()
-def status(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def status(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """The active drill: per problem attempts, time to first ACCEPTED, best speedup, hints; time left."""
-    _report(db, as_json, ending=False)
+    _report(db, as_json, debug, ending=False)
 
 
 @drill_app.command()
-def end(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def end(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """End the active drill and show how it went, next to your history."""
-    _report(db, as_json, ending=True)
+    _report(db, as_json, debug, ending=True)
 
 
 @app.command()
 def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: the drill's first unsolved one)"),
-         as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+         as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Reveal the next hint of a problem (recorded; counted in the active drill when it has the problem)."""
-    with _errors(as_json):
+    with _errors(as_json, debug):
         with _store(db) as store:
             p = resolve(dr.hint_problem(store, problem))
             new = dr.next_hint(store, p, now())
@@ -202,11 +202,11 @@ def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: t
 
 
 @app.command()
-def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def stats(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Your history: past drills, median time to first ACCEPTED per level, hints, best speedups, solved."""
     from judge.store import default_path
 
-    with _errors(as_json):
+    with _errors(as_json, debug):
         problems = _problems()
         if not (db or default_path()).exists():  # reading never creates a store
             h = dr.history(None, problems, now())
@@ -233,11 +233,11 @@ def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
 def solution(problem: str = typer.Argument(..., help="Problem folder or name"),
              show_code: Optional[int] = typer.Option(None, "--show-code", help="Print solution N's code."),
              force: bool = typer.Option(False, "--force", help="Show them even while a drill has the problem."),
-             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """The reference solutions, simplest to fastest: what each technique buys and what it measured."""
     from judge.store import default_path
 
-    with _errors(as_json):
+    with _errors(as_json, debug):
         p = resolve(problem)
         if not force and (db or default_path()).exists():
             with _store(db) as store:

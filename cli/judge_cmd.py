@@ -17,8 +17,10 @@ from judge.runner.job import DockerRunner, Runner
 
 from . import render
 from .common import (
+    ArchOpt,
     DbOpt,
     DebugOpt,
+    DeviceOpt,
     GpusOpt,
     HostEnvOpt,
     ImageOpt,
@@ -26,6 +28,7 @@ from .common import (
     MountOpt,
     RunnerOpt,
     Usage,
+    budget_opt,
     err,
     errors,
     out,
@@ -75,9 +78,9 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
 def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
            solution: Path = typer.Argument(..., help="Your .cu file"),
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
-           device: int = typer.Option(0, help="GPU index."),
-           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-           budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel."),
+           device: int = DeviceOpt,
+           arch: Optional[str] = ArchOpt,
+           budget: float = budget_opt(2.0, "Seconds of GPU time per shape for your kernel."),
            db: Optional[Path] = DbOpt,
            record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
            runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
@@ -92,8 +95,8 @@ def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g.
 def test(problem: str = typer.Argument(..., help="Problem folder or name"),
          solution: Path = typer.Argument(..., help="Your .cu file"),
          as_json: bool = JsonOpt, debug: bool = DebugOpt,
-         device: int = typer.Option(0, help="GPU index."),
-         arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+         device: int = DeviceOpt,
+         arch: Optional[str] = ArchOpt,
          db: Optional[Path] = DbOpt,
          record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
          runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
@@ -105,11 +108,11 @@ def test(problem: str = typer.Argument(..., help="Problem folder or name"),
 
 
 @app.command("list")
-def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt, debug: bool = DebugOpt) -> None:
     """The ladder: problems easy to hard, with level, tags and what you have solved."""
     from judge.store import Store, StoreError, default_path
 
-    with errors(as_json, False):
+    with errors(as_json, debug):
         rows, bad = [], []
         for path in spec.find_problems(problems_root()):
             try:
@@ -145,9 +148,10 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
 
 
 @app.command()
-def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_json: bool = JsonOpt) -> None:
+def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_json: bool = JsonOpt,
+         debug: bool = DebugOpt) -> None:
     """The statement, the exact prototype, shapes, workloads and baseline."""
-    with errors(as_json, False):
+    with errors(as_json, debug):
         p = resolve(problem)
         s = p.spec
         shapes = {t.name: p.shape_text(t.name) for t in p.tensors}
@@ -177,14 +181,18 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
 @app.command()
 def init(problem: str = typer.Argument(..., help="Problem folder or name"),
          output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu)."),
-         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
+         force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+         debug: bool = DebugOpt) -> None:
     """Write a starter .cu with the exact prototype (it compiles as is)."""
-    with errors(False, False):
+    with errors(False, debug):
         p = resolve(problem)
         target = output or Path(f"{p.name}.cu")
         if target.exists() and not force:
             raise Usage(f"{target} exists; pass --force to overwrite it")
-        target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
+        try:
+            target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
+        except OSError as e:
+            raise Usage(f"cannot write {target}: {e.strerror or e}") from None
         out.print(f"wrote {escape(str(target))}; judge it with: judge submit {escape(problem_arg(p))} "
                   f"{escape(str(target))}")
 
@@ -221,15 +229,17 @@ def validate(problems: List[str] = typer.Argument(..., help="Problem folders"), 
 
 
 @app.command()
-def doctor(as_json: bool = JsonOpt) -> None:
+def doctor(as_json: bool = JsonOpt, debug: bool = DebugOpt) -> None:
     """GPU, driver, nvcc, torch, ninja, docker: what is there, what is missing and how to fix it."""
     from judge.runner.doctor import diagnose
 
-    findings = diagnose()
-    if as_json:
-        print(json.dumps([vars(f) for f in findings], indent=2))
-    else:
-        for f in findings:
-            mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
-            out.print(f"{mark} {f.name:7} {escape(f.detail)}" + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
+    with errors(as_json, debug):
+        findings = diagnose()
+        if as_json:
+            print(json.dumps([vars(f) for f in findings], indent=2))
+        else:
+            for f in findings:
+                mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
+                out.print(f"{mark} {f.name:7} {escape(f.detail)}"
+                          + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
     raise typer.Exit(0 if all(f.ok for f in findings if f.required) else EXIT_NOT_YOUR_CODE)

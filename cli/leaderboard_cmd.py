@@ -24,6 +24,7 @@ from judge.runner.job import LocalRunner
 
 from . import board_view
 from .common import (
+    ArchFormOpt,
     DbOpt,
     DebugOpt,
     GpusOpt,
@@ -33,6 +34,7 @@ from .common import (
     MountOpt,
     RunnerOpt,
     Usage,
+    budget_opt,
     err,
     errors,
     out,
@@ -91,8 +93,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                                                            "judged in this run is not ACCEPTED) or `regression` (a "
                                                            "result is slower than its previous one, intervals apart). "
                                                            "Repeatable."),
-            budget: Optional[float] = typer.Option(None, help="Seconds of GPU time per shape (default: submit's)."),
-            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+            budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape (default: submit's)."),
+            arch: Optional[str] = ArchFormOpt,
             timeout: float = typer.Option(1800.0, help="Seconds one submission may take in all before it is TIMEOUT."),
             cluster: Optional[str] = typer.Option(None, "--cluster", envvar="RAY_ADDRESS", show_envvar=True,
                                                   help="Judge on a Ray cluster instead of the local GPUs: "
@@ -105,6 +107,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             host_env: bool = HostEnvOpt, docker_gpus: str = GpusOpt,
             ) -> None:
     """Judge every submission not yet judged on this GPU kind, one job per GPU, and record the results."""
+    from judge.build import nvcc
     from judge.store import Store
 
     with errors(as_json, debug):
@@ -125,6 +128,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             raise typer.Exit(code)
         if kinds is not None or build_only or not isinstance(choice, LocalRunner):
             raise Usage("--kinds, --build-only and --runner docker are for --cluster runs (docs/cluster.md)")
+        if arch is not None and (problem := nvcc.arch_problem(arch)):  # the local nvcc builds: it must know it
+            raise Usage(f"--arch {problem}")
         chosen, kind, gpu = board_run.choose_devices(local_gpus(), gpus, devices)
         if references:
             subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
@@ -174,7 +179,7 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
              fmt: Format = typer.Option(Format.table, "--format", help="table, markdown, json or html."),
              output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file."),
              gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind."),
-             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt, debug: bool = DebugOpt) -> None:
     """Rank each participant's latest result per problem (and overall), per GPU kind."""
     from judge.board import html as board_html
     from judge.board import rank as board_rank
@@ -183,7 +188,7 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
     from judge.store import Store, default_path
 
     fmt = Format.json if as_json else fmt
-    with errors(as_json, False):
+    with errors(as_json, debug):
         path = db or default_path()
         if not path.exists():
             raise Usage(f"no results store at {path}: run `judge leaderboard run SUBMISSIONS_DIR` first (or pass --db)")

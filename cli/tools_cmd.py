@@ -15,7 +15,22 @@ from judge.build.sass import line
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
 from . import render
-from .common import DbOpt, DebugOpt, JsonOpt, Usage, err, errors, fail, out, record, resolve, solution_file
+from .common import (
+    ArchOpt,
+    DbOpt,
+    DebugOpt,
+    DeviceOpt,
+    JsonOpt,
+    Usage,
+    budget_opt,
+    err,
+    errors,
+    fail,
+    out,
+    record,
+    resolve,
+    solution_file,
+)
 
 app = typer.Typer()
 
@@ -26,8 +41,8 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
             shape: Optional[str] = typer.Option(None, help="Benchmark index (0 = the first, the default) "
                                                 "or a workload id such as M=4096,N=4096,K=4096."),
             as_json: bool = JsonOpt, debug: bool = DebugOpt,
-            device: int = typer.Option(0, help="GPU index."),
-            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+            device: int = DeviceOpt,
+            arch: Optional[str] = ArchOpt,
             calls: int = typer.Option(1, min=1, max=20, help="Profiled calls of solve() (after one warm-up call)."),
             kernel: Optional[str] = typer.Option(None, help="Profile only kernels whose name matches this regex."),
             timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
@@ -122,9 +137,9 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
              a: Path = typer.Argument(..., help="Solution A (.cu)"),
              b: Path = typer.Argument(..., help="Solution B (.cu)"),
              as_json: bool = JsonOpt, debug: bool = DebugOpt,
-             device: int = typer.Option(0, help="GPU index."),
-             arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-             budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for each solution.")) -> None:
+             device: int = DeviceOpt,
+             arch: Optional[str] = ArchOpt,
+             budget: float = budget_opt(2.0, "Seconds of GPU time per shape for each solution.")) -> None:
     """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
     B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
     from judge.engine.compare import Compared, compare
@@ -134,8 +149,6 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
     with errors(as_json, debug):
         p = resolve(problem)
         sa, sb = solution_file(a), solution_file(b)
-        if budget <= 0:
-            raise Usage("--budget must be positive")
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · A = {escape(str(sa))} · B = {escape(str(sb))}")
         result = None
@@ -190,9 +203,9 @@ def _show_comparison(r) -> None:
 def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
           solution: Path = typer.Argument(..., help="Your .cu file (judged now and on every save)"),
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
-          device: int = typer.Option(0, help="GPU index."),
-          arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-          budget: Optional[float] = typer.Option(None, help="Seconds of GPU time per shape "
+          device: int = DeviceOpt,
+          arch: Optional[str] = ArchOpt,
+          budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape "
                                                  "(default 0.5; 2 with --submit)."),
           timed: bool = typer.Option(True, "--time/--no-time", help="A short timing after the tests."),
           submit: bool = typer.Option(False, "--submit", help="Judge each save with `judge submit` itself "
@@ -214,8 +227,6 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
         p = resolve(problem)
         src = solution_file(solution)
         budget = budget if budget is not None else (2.0 if submit else 0.5)
-        if budget <= 0:
-            raise Usage("--budget must be positive")
         policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
         opts = Options(device=device, arch=arch, policy=policy,
                        baseline_policy=TimingPolicy(budget_s=budget).for_baseline())

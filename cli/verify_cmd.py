@@ -13,7 +13,20 @@ from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 from judge.problem import spec
 
 from . import render
-from .common import DebugOpt, JsonOpt, Usage, err, errors, fail, out, problems_root, resolve
+from .common import (
+    ArchOpt,
+    DebugOpt,
+    DeviceOpt,
+    JsonOpt,
+    Usage,
+    budget_opt,
+    err,
+    errors,
+    fail,
+    out,
+    problems_root,
+    resolve,
+)
 
 app = typer.Typer()
 
@@ -21,11 +34,11 @@ app = typer.Typer()
 @app.command()
 def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (default: all)"),
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
-           device: int = typer.Option(0, help="GPU index."),
-           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+           device: int = DeviceOpt,
+           arch: Optional[str] = ArchOpt,
            table: bool = typer.Option(False, "--table", help="Also time every reference solution against the "
                                       "baseline and regenerate the table in reference_solutions/README.md."),
-           budget: float = typer.Option(1.0, help="With --table: seconds of GPU time per shape per solution."),
+           budget: float = budget_opt(1.0, "With --table: seconds of GPU time per shape per solution."),
            build_only: bool = typer.Option(False, "--build-only", help="No GPU needed: build every file and run "
                                            "the static policy; COMPILE_ERROR and REJECTED controls reach their "
                                            "verdict, the rest must build.")) -> None:

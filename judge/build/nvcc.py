@@ -53,6 +53,26 @@ def gencode(arch: str) -> list[str]:
     return ["-gencode", f"arch=compute_{m.group(1)},code=sm_{m.group(1)}"]
 
 
+def arch_problem(arch: str, check_toolkit: bool = True) -> str | None:
+    """What is wrong with `arch` as a build target, in words, or None. The form is `sm_` and the
+    compute capability without its dot, `a` (or `f`) after it for the architecture-specific
+    features of sm_90 and later; with `check_toolkit`, this nvcc must also build for it."""
+    m = re.fullmatch(r"sm_(\d+)([af]?)", arch)
+    if not m:
+        digits = "".join(re.findall(r"\d", arch))
+        guess = f"; for compute capability {digits[:-1]}.{digits[-1]}: sm_{digits} or sm_{digits}a" \
+            if 2 <= len(digits) <= 3 else ""
+        return (f"{arch!r} is not an architecture: expected sm_ and the compute capability without its dot, "
+                f"e.g. sm_90a (H100, with wgmma and TMA) or sm_90, sm_80 (A100){guess}")
+    if m.group(2) and int(m.group(1)) < 90:
+        return f"{arch}: the `{m.group(2)}` variants exist from sm_90 on (use sm_{m.group(1)})"
+    codes = toolkit.gpu_codes() if check_toolkit else None
+    if codes and f"sm_{m.group(1)}" not in codes:
+        return (f"this nvcc ({toolkit.nvcc_version()}) cannot build for {arch}: it builds for "
+                f"{', '.join(codes)} (and their `a` variants from sm_90 on)")
+    return None
+
+
 def arch_for(major: int, minor: int) -> str:
     """The architecture to build for a device of compute capability major.minor."""
     return f"sm_{major}{minor}a" if (major, minor) in ((9, 0), (10, 0), (10, 3), (12, 0)) else f"sm_{major}{minor}"
