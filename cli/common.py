@@ -30,6 +30,23 @@ from judge.runner.job import DockerRunner, LocalRunner, Runner
 if TYPE_CHECKING:
     from judge.contract.report import Report
 
+
+
+def _flags_take_no_value() -> None:
+    """typer's help shows every option's type, a flag's too (`--json <bool>`), as if it took a
+    value: a flag (`--json`, `--record/--no-record`, `--help`) shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_bool_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 120)
 

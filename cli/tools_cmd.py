@@ -213,7 +213,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
           once: bool = typer.Option(False, "--once", help="Judge once with the warm session and exit "
                                     "with the verdict's exit code."),
           runs: Optional[int] = typer.Option(None, min=1, help="Exit after this many runs (the first "
-                                             "included), for scripts."),
+                                             "included) with the last verdict's exit code, for scripts."),
           db: Optional[Path] = DbOpt) -> None:
     """Re-judge on every save with a warm judge (a practice tool: the verdict of `judge submit` is
     the real one). Tests, then a short timing; Ctrl-C stops."""
@@ -242,6 +242,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
 
         if status:
             status.start()
+        code = 0  # Ctrl-C: the watch was stopped, as it is meant to be
         try:
             session.start()
             changes = detector.changes()
@@ -259,6 +260,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
                 if once:
                     raise typer.Exit(judged.report.exit_code)
                 if runs is not None and n >= runs:
+                    code = judged.report.exit_code  # a script's `--runs N` gets the last verdict's code
                     break
                 if status:
                     status.update(f"watching {escape(str(src))} (Ctrl-C stops)")
@@ -270,7 +272,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
             if status:
                 status.stop()
             session.close()
-    raise typer.Exit(0)
+    raise typer.Exit(code)
 
 
 def _show_run(n: int, judged, as_json: bool) -> None:
