@@ -178,7 +178,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
 def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only this problem."),
              fmt: Format = typer.Option(Format.table, "--format", help="table, markdown, json or html."),
              output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file."),
-             gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind."),
+             gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind: "
+                                                    "its name or a part of it, any case (H100)."),
              as_json: bool = JsonOpt, db: Optional[Path] = DbOpt, debug: bool = DebugOpt) -> None:
     """Rank each participant's latest result per problem (and overall), per GPU kind."""
     from judge.board import html as board_html
@@ -193,6 +194,11 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
         if not path.exists():
             raise Usage(f"no results store at {path}: run `judge leaderboard run SUBMISSIONS_DIR` first (or pass --db)")
         with Store(path) as store:
+            if gpu_kind is not None:
+                try:
+                    gpu_kind = leaderboard.match_kind(leaderboard.gpu_kinds(store), gpu_kind)
+                except leaderboard.KindError as e:
+                    raise Usage(str(e)) from None
             latest = leaderboard.latest(leaderboard.rows(store, problem, gpu_kind)).values()
         boards = board_rank.boards(latest)
         if fmt is Format.table and output is None:
