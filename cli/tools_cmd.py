@@ -159,11 +159,30 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
                 else:
                     live(ev)
         assert result is not None
+        result = _with_b_build(p, sb, result)
         if as_json:
             print(result.model_dump_json(indent=2))
         else:
             _show_comparison(result)
     raise typer.Exit(result.exit_code)
+
+
+def _with_b_build(p, sb: Path, r):
+    """A comparison that ended on A (no GPU here, or A's own failure) never says what B's build
+    was: B was built with A (a cache hit now), so a B that does not build is named too, and where
+    A's failure was the judge's (INTERNAL_ERROR), B's verdict is the comparison's."""
+    from judge.build import toolchain
+
+    if r.failed != "A" or r.b_test is not None or r.a_test is None or not r.a_test.environment.arch:
+        return r
+    built = toolchain.prepare(p, sb, r.a_test.environment.arch)
+    if built.status is None or built.status is Status.INTERNAL_ERROR:
+        return r
+    b_text = f"B ({sb}): {built.status.value}: {built.message}"
+    if r.status is Status.INTERNAL_ERROR:
+        return r.model_copy(update={"status": built.status, "failed": "B",
+                                    "message": f"{b_text}\n(and A: {r.message})"})
+    return r.model_copy(update={"message": f"{r.message}\n{b_text}"})
 
 
 def _show_comparison(r) -> None:
