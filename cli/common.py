@@ -105,6 +105,16 @@ class Usage(Exception):
     """A bad command line or a bad problem: exit 2."""
 
 
+def alias(value: Any, old_value: Any, name: str, old_name: str) -> Any:
+    """An option's value given under its name or its old one (a hidden alias kept so scripts do not
+    break); both, differing, is a usage error."""
+    if old_value is None:
+        return value
+    if value is not None and value != old_value:
+        raise Usage(f"{old_name} is the old name of {name}: pass one of them")
+    return old_value
+
+
 def problems_root() -> Path:
     return paths.problems_root()
 

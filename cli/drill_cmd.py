@@ -19,7 +19,7 @@ from judge.problem import spec
 from judge.problem.spec import LEVELS
 
 from . import render
-from .common import DbOpt, DebugOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve
+from .common import DbOpt, DebugOpt, JsonOpt, Usage, alias, err, errors, out, problems_root, resolve
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
@@ -85,14 +85,17 @@ def drill(ctx: typer.Context,
           set_spec: Optional[str] = typer.Option(None, "--set", help="Several problems: levels or names, "
                                                  "e.g. easy,medium,hard (one unsolved problem of each)."),
           seed: Optional[int] = typer.Option(None, "--seed", help="Make the pick deterministic."),
-          folder: Path = typer.Option(Path("."), "--dir", help="Where to write the starter files."),
+          output: Optional[Path] = typer.Option(None, "-o", "--output", help="The folder to write the starter "
+                                                "files into (default: this one; created if missing)."),
+          dir_alias: Optional[Path] = typer.Option(None, "--dir", hidden=True),  # the old name of --output
           as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Start a drill: pick a problem you have not solved, write its starter, show it, start the clock."""
     if ctx.invoked_subcommand is not None:
         return
     with _errors(as_json, debug):
+        folder = alias(output, dir_alias, "--output", "--dir") or Path(".")
         if folder.exists() and not folder.is_dir():
-            raise Usage(f"--dir {folder} is not a folder")
+            raise Usage(f"--output {folder} is not a folder")
         problems = _problems()
         with _store(db) as store:
             solved = {n for n, p in store.progress().items() if p.solved}

@@ -34,6 +34,7 @@ from .common import (
     MountOpt,
     RunnerOpt,
     Usage,
+    alias,
     budget_opt,
     err,
     errors,
@@ -84,8 +85,10 @@ def make_judge(subs: list[Submission], problems: Path, gpu_kind: str, gpu: GpuIn
 @app.command("run")
 def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<participant>/<problem>.cu"),
             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt,
-            gpus: Optional[int] = typer.Option(None, "--gpus", help="Use the first N GPUs (default: all)."),
-            devices: Optional[str] = typer.Option(None, "--devices", help="GPU indices to use, e.g. 0,1."),
+            devices: Optional[str] = typer.Option(None, "--device", help="GPU indices to use, e.g. 0 or 0,1 "
+                                                  "(default: every GPU here)."),
+            devices_alias: Optional[str] = typer.Option(None, "--devices", hidden=True),  # the old name of --device
+            gpus: Optional[int] = typer.Option(None, "--gpus", hidden=True, help="The first N GPUs (old; --device)."),
             references: bool = typer.Option(True, "--references/--no-references",
                                             help="Also judge the repository's fastest model answer of each "
                                             "problem that has submissions, as participant `reference`."),
@@ -111,6 +114,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
     from judge.store import Store
 
     with errors(as_json, debug):
+        devices = alias(devices, devices_alias, "--device", "--devices")
         names = [p.name for p in spec.find_problems(problems_root())]
         subs = board_run.discover(submissions, names)  # the command line first: a mistyped folder is exit 2 anywhere
         # a docker runner's mount sources are paths on the node that judges: the node checks them
@@ -119,7 +123,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             from .cluster_cmd import run_on_cluster
 
             if gpus is not None or devices is not None:
-                raise Usage("--gpus and --devices pick local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
+                raise Usage("--device picks local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
                             "with --kinds")
             if references:
                 subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
