@@ -452,7 +452,8 @@ def test_cli_device_is_the_spelling_and_the_old_names_still_work(tmp_path, fake_
         assert {j["device"] for j in json.loads(r.stdout)["judged"]} == {1}
     r = lb("run", str(subs), "--db", str(tmp_path / "k.db"), "--device", "0", "--devices", "1")
     assert r.exit_code == 2 and "--devices is the old name of --device" in r.output
-    shown = [ln.strip("│ ").split()[0] for ln in lb("run", "--help").output.splitlines() if ln.strip("│ ").startswith("--")]
+    lines = [ln.strip("│ ") for ln in lb("run", "--help").output.splitlines()]
+    shown = [ln.split()[0] for ln in lines if ln.startswith("--")]
     assert "--device" in shown and "--devices" not in shown and "--gpus" not in shown
 
 
