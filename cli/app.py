@@ -1,4 +1,4 @@
-"""`judge`: the command line over the library. Thin: parse, call, render, exit with the design's codes.
+"""`judge`: the command line over the library. Thin: parse, call, render, exit with the verdicts' codes.
 
 This module only wires: each command module is a `typer.Typer` of its own, merged here in the order
 `judge --help` lists them. What the modules share (consoles, options, the error mapping, `resolve`,

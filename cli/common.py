@@ -1,5 +1,5 @@
 """What every command module of the `judge` command line shares: the consoles, the shared options,
-the error mapping (every failure is one clear message and the design's exit code, never a
+the error mapping (every failure is one clear message and its exit code, never a
 traceback), `resolve` of a problem name, the runner options and the record step.
 
 Command modules import this (and cli/render.py, cli/board_view.py); cli/app.py imports the command
@@ -151,7 +151,8 @@ def solution_file(path: Path) -> Path:
 
 @contextmanager
 def errors(as_json: bool, debug: bool) -> Iterator[None]:
-    """Turn every failure into one clear message and the design's exit code; never a traceback."""
+    """Turn every failure into one clear message and its exit code (judge/contract/verdict.py); never a
+    traceback."""
     try:
         yield
     except spec.ProblemError as e:

@@ -194,7 +194,7 @@ class Regression:
     after: Score
 
 
-REGRESSION_FLOOR = 0.02  # the same kernel judged twice: medians within 1% (DESIGN §6), the speedup's two runs 2%
+REGRESSION_FLOOR = 0.02  # the same kernel judged twice: medians within 1% (docs/timing.md), the speedup's two runs 2%
 
 
 def regression(participant: str, problem: str, gpu_kind: str, previous: Report | None,

@@ -1,4 +1,4 @@
-"""problem.yaml → typed models (DESIGN.md §3). Parse once at the edge; everything else gets a Problem.
+"""problem.yaml → typed models (docs/problem-format.md). Parse once at the edge; everything else gets a Problem.
 
 `load_problem(dir)` raises `ProblemError` carrying every error found (file, field path, message),
 so `judge validate` can report them all at once. Loading never imports torch or the reference:
