@@ -162,7 +162,8 @@ def _never(sub: Submission, dev: int) -> Report:  # every file of the run had an
 
 
 def exit_code(statuses: Iterable[Status], regressions: Sequence[Regression], fail_on: Iterable[FailOn] | None) -> int:
-    """The exit code of a run (the codes of judge/contract/verdict.py): 3 when the judge failed on some file, 1 for a --fail-on that applies, else 0."""
+    """The exit code of a run (the codes of judge/contract/verdict.py): 3 when the judge failed on some
+    file, 1 for a --fail-on that applies, else 0."""
     modes = set(fail_on or [])
     statuses = list(statuses)
     if any(s is Status.INTERNAL_ERROR for s in statuses):

@@ -1,4 +1,5 @@
-"""The CLI through typer's CliRunner: exit codes (README.md, "Verdicts and exit codes"), --json, clear errors without tracebacks."""
+"""The CLI through typer's CliRunner: exit codes (README.md, "Verdicts and exit codes"), --json, clear
+errors without tracebacks."""
 from __future__ import annotations
 
 import copy
