@@ -91,6 +91,13 @@ def budget_opt(default: Optional[float], help: str) -> Any:
     return typer.Option(default, "--budget", callback=_positive, help=help)
 
 
+# `judge COMMAND [PROBLEM] SOLUTION`: typer's usage line shows them as `{PROBLEM} [SOLUTION]`.
+ProblemArg = typer.Argument(..., metavar="PROBLEM", show_default=False,
+                            help="Problem name or folder. Or the solution file alone, when its first lines "
+                            "name the problem: `// judge: PROBLEM`.")
+SolutionArg = typer.Argument(None, metavar="SOLUTION", show_default=False, help="Your .cu file.")
+
+
 RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
 ImageOpt = typer.Option(None, "--image",
                         help="The docker runner's image (default: $JUDGE_DOCKER_IMAGE or kernel-judge:latest).")
@@ -147,6 +154,38 @@ def solution_file(path: Path) -> Path:
     if not toolchain.is_solution(path):
         raise Usage(f"{path} is not a {' or '.join(toolchain.suffixes())} file")
     return path
+
+
+def solution_and_problem(problem: Optional[str], solution: Path, command: str) -> tuple[spec.Problem, Path]:
+    """The solution file and its problem: the one named on the command line, else the one its
+    header names (`// judge: softmax`, judge/build/header.py). Both, differing, is a usage error."""
+    from judge.build import header
+
+    src = solution_file(solution)
+    try:
+        named = header.read(src)
+    except header.HeaderError as e:
+        raise Usage(str(e)) from None
+    if problem is None:
+        if named is None:
+            raise Usage(f"which problem is {src} for? Name it (judge {command} PROBLEM {src}) or put "
+                        f"`{toolchain.for_source(src).comment} judge: PROBLEM` in the file's first lines")
+        return resolve(named.problem), src
+    p = resolve(problem)
+    if named is not None and named.problem != p.name:
+        raise Usage(f"{src} says it is for {named.problem} (line {named.line}: judge: {named.problem}) but the "
+                    f"command names {p.name}: drop one, or make them agree")
+    return p, src
+
+
+def problem_then_solution(first: str, second: Optional[Path], command: str) -> tuple[spec.Problem, Path]:
+    """`judge COMMAND [PROBLEM] SOLUTION`: with one argument it is the solution file."""
+    if second is None:
+        if not toolchain.is_solution(Path(first)) and not Path(first).is_file():
+            raise Usage(f"missing the solution file: judge {command} {first} FILE "
+                        f"(or judge {command} FILE, with the problem named in the file's header)")
+        return solution_and_problem(None, Path(first), command)
+    return solution_and_problem(first, second, command)
 
 
 @contextmanager

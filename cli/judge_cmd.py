@@ -10,8 +10,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from judge.build import toolchain
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
-from judge.problem import abi, spec
+from judge.problem import spec
 from judge.runner import job
 from judge.runner.job import DockerRunner, Runner
 
@@ -26,37 +27,41 @@ from .common import (
     ImageOpt,
     JsonOpt,
     MountOpt,
+    ProblemArg,
     RunnerOpt,
+    SolutionArg,
     Usage,
     budget_opt,
     err,
     errors,
     out,
     problem_arg,
+    problem_then_solution,
     problems_root,
     record,
     resolve,
     runner_choice,
-    solution_file,
+    solution_and_problem,
 )
 
 app = typer.Typer()
 
 
-def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
-           arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner) -> None:
+def _judge(p: spec.Problem, src: Path, mode: str, as_json: bool, debug: bool, device: int,
+           arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner,
+           only: Optional[str] = None) -> None:
+    """Judge `src`; `only` (a workload's id) when the problem's tests were narrowed to one."""
     from judge.engine.run import Options, evaluate
     from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
         dopts = job.docker_options(runner) if isinstance(runner, DockerRunner) else None
         opts = Options(mode=mode, device=device, arch=arch, policy=TimingPolicy(budget_s=budget),
-                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
+                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline(), hidden=0 if only else 2)
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}"
-                      + (f" · docker {escape(dopts.image)}" if dopts else ""))
+                      + (f" · docker {escape(dopts.image)}" if dopts else "")
+                      + (f" · only {escape(only)} (not recorded)" if only else ""))
         if dopts:  # the whole pipeline inside a container (judge/runner/docker.py)
             from judge.runner.docker import evaluate_in_docker
 
@@ -68,15 +73,13 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
             print(report.model_dump_json(indent=2))
         else:
             render.report(out, report)
-        if keep and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
+        if keep and not only and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
             record(report, db)
     raise typer.Exit(report.exit_code)
 
 
-
 @app.command()
-def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
-           solution: Path = typer.Argument(..., help="Your .cu file"),
+def submit(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
            device: int = DeviceOpt,
            arch: Optional[str] = ArchOpt,
@@ -88,23 +91,90 @@ def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g.
     """Build, check on every test workload, time against the baseline, and give a verdict."""
     with errors(as_json, debug):
         choice = runner_choice(runner, image, mount, host_env, gpus)
-    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record, choice)
+        p, src = problem_then_solution(problem, solution, "submit")
+    _judge(p, src, "submit", as_json, debug, device, arch, budget, db, record, choice)
 
 
 @app.command()
-def test(problem: str = typer.Argument(..., help="Problem folder or name"),
-         solution: Path = typer.Argument(..., help="Your .cu file"),
+def test(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
          as_json: bool = JsonOpt, debug: bool = DebugOpt,
          device: int = DeviceOpt,
          arch: Optional[str] = ArchOpt,
+         workload: Optional[int] = typer.Option(None, "--workload", min=1, help="Run only test N (as `test N/M` "
+                                                "counts them; `judge show` lists them). Not recorded."),
+         shape: Optional[str] = typer.Option(None, "--shape", help="Run only this workload, e.g. "
+                                             "M=100,N=64,K=33 (every scalar of the signature). Not recorded."),
          db: Optional[Path] = DbOpt,
          record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
          runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
          host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
-    """Correctness only: build and check every test workload (no timing)."""
+    """Correctness only: build and check every test workload (no timing), or one (--workload, --shape)."""
     with errors(as_json, debug):
         choice = runner_choice(runner, image, mount, host_env, gpus)
-    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record, choice)
+        p, src = problem_then_solution(problem, solution, "test")
+        p, only = _narrowed(p, workload, shape, choice)
+    _judge(p, src, "test", as_json, debug, device, arch, 2.0, db, record, choice, only)
+
+
+def _narrowed(p: spec.Problem, workload: Optional[int], shape: Optional[str],
+              runner: Runner) -> tuple[spec.Problem, Optional[str]]:
+    """The problem with its tests narrowed to one (and no hidden ones), and that one's id."""
+    from dataclasses import replace
+
+    from judge.problem import workload_arg
+
+    if workload is None and shape is None:
+        return p, None
+    if workload is not None and shape is not None:
+        raise Usage("--workload and --shape each pick the one workload to run: pass one of them")
+    if isinstance(runner, DockerRunner):
+        raise Usage("--workload and --shape run on this machine (not with --runner docker)")
+    if workload is not None:
+        if workload > len(p.spec.tests):
+            raise Usage(f"--workload {workload}: {p.name} has tests 1 to {len(p.spec.tests)} (judge show {p.name})")
+        w = p.spec.tests[workload - 1]
+    else:
+        try:
+            w = workload_arg.parse(p, shape or "")
+        except workload_arg.WorkloadError as e:
+            raise Usage(f"--shape {e}") from None
+    return replace(p, spec=p.spec.model_copy(update={"tests": [w]})), spec.workload_id(w)
+
+
+@app.command()
+def check(solution: Path = typer.Argument(..., show_default=False, help="Your .cu file."),
+          problem: Optional[str] = typer.Argument(None, show_default=False, help="Problem name or folder (default: "
+                                                  "the one the file's `// judge: PROBLEM` line names)."),
+          as_json: bool = JsonOpt, debug: bool = DebugOpt,
+          device: int = DeviceOpt,
+          arch: Optional[str] = ArchOpt) -> None:
+    """Build and run the static policy, no GPU needed: exit 0 when both pass. Shows the kernels'
+    registers, shared memory, spills and SASS summary, and the compiler's warnings."""
+    from judge.build import nvcc
+    from judge.gpu import device as gpus
+
+    with errors(as_json, debug):
+        p, src = solution_and_problem(problem, solution, "check")
+        if arch is None:
+            gpu = next((g for g in gpus.gpus() if g.index == device), None)
+            arch = nvcc.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
+        prepared = toolchain.prepare(p, src, arch, sass=True)
+        status = prepared.status.value if prepared.status is not None else "OK"
+        if as_json:
+            print(json.dumps({"problem": p.name, "solution": str(src), "arch": arch, "ok": prepared.ok,
+                              "status": status, "message": prepared.message,
+                              "build": prepared.build.model_dump() if prepared.build else None}, indent=2))
+        else:
+            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · {escape(str(src))} · {arch}")
+            if prepared.build is not None:
+                render.build_summary(out, prepared.build)
+            if prepared.ok:
+                out.print("[bold green]OK[/]: it builds and passes the static policy (nothing was run: "
+                          f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU)")
+            else:
+                out.print(f"[bold red]{status}[/] {escape(p.name)} · {escape(str(src))}")
+                out.print(escape(prepared.message), highlight=False)
+    raise typer.Exit(0 if prepared.status is None else prepared.status.exit_code)
 
 
 @app.command("list")
@@ -172,8 +242,9 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
             out.print(f"  {role} {t.name}: {escape(t.type)} {escape(shapes[t.name])}")
         check = ", ".join(f"{k}={v}" for k, v in s.check.model_dump().items() if k != "name")
         out.print(f"[bold]check[/] {s.check.name} {check}")
-        out.print(f"[bold]tests[/] {len(s.tests)} workloads; [bold]benchmarks[/] "
-                  + "; ".join(spec.workload_id(w) for w in s.benchmarks))
+        out.print(f"[bold]tests[/] {len(s.tests)} workloads (judge test --workload N runs one): "
+                  + "; ".join(f"{i} {spec.workload_id(w)}" for i, w in enumerate(s.tests, 1)))
+        out.print("[bold]benchmarks[/] " + "; ".join(spec.workload_id(w) for w in s.benchmarks))
         out.print(f"[bold]baseline[/] {escape(', '.join(baselines) or 'none')}; "
                   f"{len(s.hints)} hints")
 
@@ -183,18 +254,18 @@ def init(problem: str = typer.Argument(..., help="Problem folder or name"),
          output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu)."),
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
          debug: bool = DebugOpt) -> None:
-    """Write a starter .cu with the exact prototype (it compiles as is)."""
+    """Write a starter .cu with the exact prototype (it compiles as is) under a `// judge: PROBLEM` line."""
     with errors(False, debug):
         p = resolve(problem)
         target = output or Path(f"{p.name}.cu")
         if target.exists() and not force:
             raise Usage(f"{target} exists; pass --force to overwrite it")
         try:
-            target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
+            target.write_text(toolchain.for_name(toolchain.DEFAULT).starter(p))
         except OSError as e:
             raise Usage(f"cannot write {target}: {e.strerror or e}") from None
         out.print(f"wrote {escape(str(target))}; judge it with: judge submit {escape(problem_arg(p))} "
-                  f"{escape(str(target))}")
+                  f"{escape(str(target))} (or judge submit {escape(str(target))}: its first line names the problem)")
 
 
 @app.command()

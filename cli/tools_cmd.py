@@ -21,23 +21,24 @@ from .common import (
     DebugOpt,
     DeviceOpt,
     JsonOpt,
+    ProblemArg,
+    SolutionArg,
     Usage,
     budget_opt,
     err,
     errors,
     fail,
     out,
+    problem_then_solution,
     record,
-    resolve,
-    solution_file,
+    solution_and_problem,
 )
 
 app = typer.Typer()
 
 
 @app.command()
-def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
-            solution: Path = typer.Argument(..., help="Your .cu file"),
+def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             shape: Optional[str] = typer.Option(None, help="Benchmark index (0 = the first, the default) "
                                                 "or a workload id such as M=4096,N=4096,K=4096."),
             as_json: bool = JsonOpt, debug: bool = DebugOpt,
@@ -53,8 +54,7 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
     from judge.runner import profile as prof
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
+        p, src = problem_then_solution(problem, solution, "profile")
         if arch is None:
             gpu = next((g for g in gpu_info.gpus() if g.index == device), None)
             arch = build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
@@ -133,9 +133,11 @@ def _c(v: float | None) -> str:
 # -- judge compare ------------------------------------------------------------------------------
 
 @app.command("compare")
-def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
-             a: Path = typer.Argument(..., help="Solution A (.cu)"),
-             b: Path = typer.Argument(..., help="Solution B (.cu)"),
+def compare_(problem: str = typer.Argument(..., metavar="PROBLEM", show_default=False,
+                                          help="Problem name or folder. Or leave it out (judge compare A B) "
+                                          "when the files' first lines name it: `// judge: PROBLEM`."),
+             a: Path = typer.Argument(..., metavar="A", show_default=False, help="Solution A (.cu)."),
+             b: Optional[Path] = typer.Argument(None, metavar="B", show_default=False, help="Solution B (.cu)."),
              as_json: bool = JsonOpt, debug: bool = DebugOpt,
              device: int = DeviceOpt,
              arch: Optional[str] = ArchOpt,
@@ -147,8 +149,11 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
     from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        sa, sb = solution_file(a), solution_file(b)
+        named: Optional[str] = problem
+        if b is None:  # `judge compare A B`: the problem from the files' headers
+            named, a, b = None, Path(problem), a
+        p, sa = solution_and_problem(named, a, "compare")
+        _, sb = solution_and_problem(named or p.name, b, "compare")
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · A = {escape(str(sa))} · B = {escape(str(sb))}")
         result = None
@@ -219,16 +224,21 @@ def _show_comparison(r) -> None:
 # -- judge watch --------------------------------------------------------------------------------
 
 @app.command()
-def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
-          solution: Path = typer.Argument(..., help="Your .cu file (judged now and on every save)"),
+def watch(problem: str = ProblemArg,
+          solution: Optional[Path] = typer.Argument(None, metavar="SOLUTION", show_default=False,
+                                                    help="Your .cu file (judged now and on every save)."),
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
           device: int = DeviceOpt,
           arch: Optional[str] = ArchOpt,
           budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape "
                                                  "(default 0.5; 2 with --submit)."),
-          timed: bool = typer.Option(True, "--time/--no-time", help="A short timing after the tests."),
-          submit: bool = typer.Option(False, "--submit", help="Judge each save with `judge submit` itself "
-                                      "(fresh inputs, baselines, recorded): slower, but a real verdict."),
+          timed: Optional[bool] = typer.Option(None, "--time/--no-time", show_default=False,
+                                               help="A short timing after the tests (the default; a "
+                                               "`// judge: PROBLEM test` header means --no-time)."),
+          submit: Optional[bool] = typer.Option(None, "--submit/--no-submit", show_default=False,
+                                                help="Judge each save with `judge submit` itself (fresh inputs, "
+                                                "baselines, recorded): slower, but a real verdict (a "
+                                                "`// judge: PROBLEM submit` header means --submit)."),
           once: bool = typer.Option(False, "--once", help="Judge once with the warm session and exit "
                                     "with the verdict's exit code."),
           runs: Optional[int] = typer.Option(None, min=1, help="Exit after this many runs (the first "
@@ -243,8 +253,8 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
     from judge.practice import watch as watching
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
+        p, src = problem_then_solution(problem, solution, "watch")
+        timed, submit = _watch_mode(src, timed, submit)
         budget = budget if budget is not None else (2.0 if submit else 0.5)
         policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
         opts = Options(device=device, arch=arch, policy=policy,
@@ -292,6 +302,17 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
                 status.stop()
             session.close()
     raise typer.Exit(code)
+
+
+def _watch_mode(src: Path, timed: Optional[bool], submit: Optional[bool]) -> tuple[bool, bool]:
+    """--time and --submit as given, else as the file's header's mode says (`test`: tests only;
+    `submit`: real verdicts), else practice runs with a short timing."""
+    from judge.build import header
+
+    named = header.read(src)  # read once already by problem_then_solution: it is well formed
+    mode = named.mode if named else None
+    return (timed if timed is not None else mode != "test",
+            submit if submit is not None else mode == "submit")
 
 
 def _show_run(n: int, judged, as_json: bool) -> None:

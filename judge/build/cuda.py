@@ -24,7 +24,8 @@ class CudaToolchain:
     comment = "//"
 
     def starter(self, problem: Problem) -> str:
-        return abi.starter(problem.spec.title, problem.params,
+        """The ABI's starter under a header line naming the problem (judge/build/header.py)."""
+        return f"{self.comment} judge: {problem.name}\n" + abi.starter(problem.spec.title, problem.params,
                            {t.name: problem.shape_text(t.name) for t in problem.tensors})
 
     def flags(self, arch: str) -> str:
