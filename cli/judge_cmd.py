@@ -142,8 +142,9 @@ def _narrowed(p: spec.Problem, workload: Optional[int], shape: Optional[str],
 
 
 @app.command()
-def check(solution: Path = typer.Argument(..., show_default=False, help="Your .cu file."),
-          problem: Optional[str] = typer.Argument(None, show_default=False, help="Problem name or folder (default: "
+def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=False, help="Your .cu file."),
+          problem: Optional[str] = typer.Argument(None, metavar="PROBLEM", show_default=False,
+                                                  help="Problem name or folder (default: "
                                                   "the one the file's `// judge: PROBLEM` line names)."),
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
           device: int = DeviceOpt,
