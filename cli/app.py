@@ -1,4 +1,4 @@
-"""`judge`: the command line over the library. Thin: parse, call, render, exit with the design's codes.
+"""`judge`: the command line over the library. Thin: parse, call, render, exit with the verdicts' codes.
 
 This module only wires: each command module is a `typer.Typer` of its own, merged here in the order
 `judge --help` lists them. What the modules share (consoles, options, the error mapping, `resolve`,
@@ -13,8 +13,22 @@ import typer
 
 from . import drill_cmd, judge_cmd, leaderboard_cmd, store_cmd, tools_cmd, verify_cmd
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="kernel-judge: judge CUDA kernels against PyTorch references and vendor libraries.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from judge import __version__
+
+        print(f"kernel-judge {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """kernel-judge: judge CUDA kernels against PyTorch references and vendor libraries."""
 app.add_typer(judge_cmd.app)  # submit, test, list, show, init, validate, doctor
 app.add_typer(verify_cmd.app)  # verify
 app.add_typer(drill_cmd.app)  # hint, stats, solution

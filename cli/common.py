@@ -1,5 +1,5 @@
 """What every command module of the `judge` command line shares: the consoles, the shared options,
-the error mapping (every failure is one clear message and the design's exit code, never a
+the error mapping (every failure is one clear message and its exit code, never a
 traceback), `resolve` of a problem name, the runner options and the record step.
 
 Command modules import this (and cli/render.py, cli/board_view.py); cli/app.py imports the command
@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -30,6 +30,23 @@ from judge.runner.job import DockerRunner, LocalRunner, Runner
 if TYPE_CHECKING:
     from judge.contract.report import Report
 
+
+
+def _flags_take_no_value() -> None:
+    """typer's help shows every option's type, a flag's too (`--json <bool>`), as if it took a
+    value: a flag (`--json`, `--record/--no-record`, `--help`) shows none."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_bool_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
 out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.stderr.isatty() else 120)
 
@@ -37,6 +54,50 @@ JsonOpt = typer.Option(False, "--json", help="Machine-readable output on stdout.
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
 DbOpt = typer.Option(None, "--db", help="Results store file (default: $JUDGE_DB, else your own store in the user "
                      "data folder: `judge store` shows which).")
+
+
+
+def _arch(value: Optional[str]) -> Optional[str]:
+    """`--arch`: a usage error before any build when it is not one this nvcc builds for."""
+    from judge.build import nvcc
+
+    if value is not None and (problem := nvcc.arch_problem(value)):
+        raise typer.BadParameter(problem)
+    return value
+
+
+def _arch_form(value: Optional[str]) -> Optional[str]:
+    """`--arch` of a run that may build elsewhere (a cluster's nodes): its form only."""
+    from judge.build import nvcc
+
+    if value is not None and (problem := nvcc.arch_problem(value, check_toolkit=False)):
+        raise typer.BadParameter(problem)
+    return value
+
+
+def _positive(value: Optional[float]) -> Optional[float]:
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g}: expected a positive number of seconds")
+    return value
+
+
+DeviceOpt = typer.Option(0, "--device", min=0, help="GPU index, as nvidia-smi shows it.")
+ArchOpt = typer.Option(None, "--arch", callback=_arch, help="Build for this arch, e.g. sm_90a (default: the GPU's).")
+ArchFormOpt = typer.Option(None, "--arch", callback=_arch_form,
+                           help="Build for this arch, e.g. sm_90a (default: the GPU's).")
+
+
+def budget_opt(default: Optional[float], help: str) -> Any:
+    """`--budget`: seconds of GPU time, positive (a usage error otherwise)."""
+    return typer.Option(default, "--budget", callback=_positive, help=help)
+
+
+# `judge COMMAND [PROBLEM] SOLUTION`: typer's usage line shows them as `{PROBLEM} [SOLUTION]`.
+ProblemArg = typer.Argument(..., metavar="PROBLEM", show_default=False,
+                            help="Problem name or folder. Or the solution file alone, when its first lines "
+                            "name the problem: `// judge: PROBLEM`.")
+SolutionArg = typer.Argument(None, metavar="SOLUTION", show_default=False, help="Your .cu file.")
+
 
 RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")
 ImageOpt = typer.Option(None, "--image",
@@ -52,6 +113,16 @@ class Usage(Exception):
     """A bad command line or a bad problem: exit 2."""
 
 
+def alias(value: Any, old_value: Any, name: str, old_name: str) -> Any:
+    """An option's value given under its name or its old one (a hidden alias kept so scripts do not
+    break); both, differing, is a usage error."""
+    if old_value is None:
+        return value
+    if value is not None and value != old_value:
+        raise Usage(f"{old_name} is the old name of {name}: pass one of them")
+    return old_value
+
+
 def problems_root() -> Path:
     return paths.problems_root()
 
@@ -63,10 +134,13 @@ def no_problems() -> str:
 
 
 def resolve(problem: str) -> spec.Problem:
-    """A problem folder path, or the name of one under the problems root."""
+    """A problem folder path, or the name of one under the problems root. A folder here that is not
+    a problem (no problem.yaml: `vector_add/` holding your attempts) does not hide the problem of
+    that name."""
     path = Path(problem)
-    if not path.exists() and (problems_root() / problem).exists():
-        path = problems_root() / problem
+    named = problems_root() / problem
+    if not (path / "problem.yaml").is_file() and path.name != "problem.yaml" and (named / "problem.yaml").is_file():
+        path = named
     if not path.exists():
         known = ", ".join(p.name for p in spec.find_problems(problems_root()))
         raise Usage(f"no problem {problem!r} (not a folder; "
@@ -93,6 +167,11 @@ def folder_store_note(where: paths.StoreLocation) -> str:
                f"{escape(str(where.path.parent))}/`, or read it with --db {old}")
     return (f"[yellow]note:[/] {old} is a results store kept per folder by an older kernel-judge; this command "
             f"uses your store {escape(str(where.path))} instead: {fix}")
+def problem_arg(p: spec.Problem) -> str:
+    """How to name `p` on a command line that works from any folder: its name when that is how
+    `resolve` finds it, else its folder."""
+    named = problems_root() / p.name
+    return p.name if named.resolve() == p.root.resolve() else str(p.root)
 
 
 def solution_file(path: Path) -> Path:
@@ -104,9 +183,42 @@ def solution_file(path: Path) -> Path:
     return path
 
 
+def solution_and_problem(problem: Optional[str], solution: Path, command: str) -> tuple[spec.Problem, Path]:
+    """The solution file and its problem: the one named on the command line, else the one its
+    header names (`// judge: softmax`, judge/build/header.py). Both, differing, is a usage error."""
+    from judge.build import header
+
+    src = solution_file(solution)
+    try:
+        named = header.read(src)
+    except header.HeaderError as e:
+        raise Usage(str(e)) from None
+    if problem is None:
+        if named is None:
+            raise Usage(f"which problem is {src} for? Name it (judge {command} PROBLEM {src}) or put "
+                        f"`{toolchain.for_source(src).comment} judge: PROBLEM` in the file's first lines")
+        return resolve(named.problem), src
+    p = resolve(problem)
+    if named is not None and named.problem != p.name:
+        raise Usage(f"{src} says it is for {named.problem} (line {named.line}: judge: {named.problem}) but the "
+                    f"command names {p.name}: drop one, or make them agree")
+    return p, src
+
+
+def problem_then_solution(first: str, second: Optional[Path], command: str) -> tuple[spec.Problem, Path]:
+    """`judge COMMAND [PROBLEM] SOLUTION`: with one argument it is the solution file."""
+    if second is None:
+        if not toolchain.is_solution(Path(first)) and not Path(first).is_file():
+            raise Usage(f"missing the solution file: judge {command} {first} FILE "
+                        f"(or judge {command} FILE, with the problem named in the file's header)")
+        return solution_and_problem(None, Path(first), command)
+    return solution_and_problem(first, second, command)
+
+
 @contextmanager
 def errors(as_json: bool, debug: bool) -> Iterator[None]:
-    """Turn every failure into one clear message and the design's exit code; never a traceback."""
+    """Turn every failure into one clear message and its exit code (judge/contract/verdict.py); never a
+    traceback."""
     try:
         yield
     except spec.ProblemError as e:

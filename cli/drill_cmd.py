@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 import typer
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
@@ -19,7 +18,8 @@ from judge.practice import solutions as sol
 from judge.problem import spec
 from judge.problem.spec import LEVELS
 
-from .common import DbOpt, JsonOpt, Usage, err, errors, out, problems_root, resolve, store_path
+from . import render
+from .common import DbOpt, DebugOpt, JsonOpt, Usage, alias, err, errors, out, problems_root, resolve, store_path
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
@@ -30,8 +30,8 @@ drill_app = typer.Typer(no_args_is_help=False, add_completion=False,
 
 
 @contextmanager
-def _errors(as_json: bool) -> Iterator[None]:
-    with errors(as_json, False):
+def _errors(as_json: bool, debug: bool) -> Iterator[None]:
+    with errors(as_json, debug):
         try:
             yield
         except dr.DrillError as e:
@@ -86,14 +86,17 @@ def drill(ctx: typer.Context,
           set_spec: Optional[str] = typer.Option(None, "--set", help="Several problems: levels or names, "
                                                  "e.g. easy,medium,hard (one unsolved problem of each)."),
           seed: Optional[int] = typer.Option(None, "--seed", help="Make the pick deterministic."),
-          folder: Path = typer.Option(Path("."), "--dir", help="Where to write the starter files."),
-          as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+          output: Optional[Path] = typer.Option(None, "-o", "--output", help="The folder to write the starter "
+                                                "files into (default: this one; created if missing)."),
+          dir_alias: Optional[Path] = typer.Option(None, "--dir", hidden=True),  # the old name of --output
+          as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Start a drill: pick a problem you have not solved, write its starter, show it, start the clock."""
     if ctx.invoked_subcommand is not None:
         return
-    with _errors(as_json):
+    with _errors(as_json, debug):
+        folder = alias(output, dir_alias, "--output", "--dir") or Path(".")
         if folder.exists() and not folder.is_dir():
-            raise Usage(f"--dir {folder} is not a folder")
+            raise Usage(f"--output {folder} is not a folder")
         problems = _problems()
         with _store(db) as store:
             solved = {n for n, p in store.progress().items() if p.solved}
@@ -109,7 +112,10 @@ def drill(ctx: typer.Context,
             return
         for p, (f, written) in zip(chosen, files):
             out.print(Rule(f"{p.name} ({p.spec.level})"))
-            out.print(Markdown(p.statement_path.read_text()) if p.statement_path.exists() else escape(p.spec.title))
+            if p.statement_path.exists():
+                render.statement(out, p.statement_path.read_text())
+            else:
+                out.print(escape(p.spec.title))
             out.print(f"\n[bold]prototype[/] {escape(p.prototype())};")
             out.print(("wrote " if written else "kept ") + escape(str(f)) + ("" if written else " (it exists)")
                       + f"; judge it with: judge submit {p.name} {escape(str(f))}")
@@ -156,8 +162,8 @@ def _summary_out(s: dr.Summary, h: dr.History, as_json: bool, best_ever: dict[st
     out.print(f"[dim]results store {escape(str(store))}[/]")
 
 
-def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
-    with _errors(as_json):
+def _report(db: Optional[Path], as_json: bool, debug: bool, ending: bool) -> None:
+    with _errors(as_json, debug):
         problems = _problems()
         with _store(db) as store:
             t = now()
@@ -169,22 +175,22 @@ def _report(db: Optional[Path], as_json: bool, ending: bool) -> None:
 
 
 @drill_app.command()
-def status(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def status(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """The active drill: per problem attempts, time to first ACCEPTED, best speedup, hints; time left."""
-    _report(db, as_json, ending=False)
+    _report(db, as_json, debug, ending=False)
 
 
 @drill_app.command()
-def end(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def end(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """End the active drill and show how it went, next to your history."""
-    _report(db, as_json, ending=True)
+    _report(db, as_json, debug, ending=True)
 
 
 @app.command()
 def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: the drill's first unsolved one)"),
-         as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+         as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Reveal the next hint of a problem (recorded; counted in the active drill when it has the problem)."""
-    with _errors(as_json):
+    with _errors(as_json, debug):
         with _store(db) as store:
             p = resolve(dr.hint_problem(store, problem))
             new = dr.next_hint(store, p, now())
@@ -205,11 +211,11 @@ def hint(problem: Optional[str] = typer.Argument(None, help="Problem (default: t
 
 
 @app.command()
-def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def stats(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Your history: past drills, median time to first ACCEPTED per level, hints, best speedups, solved."""
     from judge.store import Store
 
-    with _errors(as_json):
+    with _errors(as_json, debug):
         problems = _problems()
         where = store_path(db)
         if not where.exists():  # reading never creates a store
@@ -238,11 +244,11 @@ def stats(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
 def solution(problem: str = typer.Argument(..., help="Problem folder or name"),
              show_code: Optional[int] = typer.Option(None, "--show-code", help="Print solution N's code."),
              force: bool = typer.Option(False, "--force", help="Show them even while a drill has the problem."),
-             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """The reference solutions, simplest to fastest: what each technique buys and what it measured."""
     from judge.store import Store
 
-    with _errors(as_json):
+    with _errors(as_json, debug):
         p = resolve(problem)
         where = store_path(db)
         if not force and where.exists():

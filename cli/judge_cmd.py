@@ -7,56 +7,64 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
+from judge.build import toolchain
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
-from judge.problem import abi, spec
+from judge.problem import spec
 from judge.problem.validate import Finding
 from judge.runner import job
 from judge.runner.job import DockerRunner, Runner
 
 from . import render
 from .common import (
+    ArchOpt,
     DbOpt,
     DebugOpt,
+    DeviceOpt,
     GpusOpt,
     HostEnvOpt,
     ImageOpt,
     JsonOpt,
     MountOpt,
+    ProblemArg,
     RunnerOpt,
+    SolutionArg,
     Usage,
+    budget_opt,
     err,
     errors,
     no_problems,
     out,
+    problem_arg,
+    problem_then_solution,
     problems_root,
     record,
     resolve,
     runner_choice,
-    solution_file,
+    solution_and_problem,
     store_path,
 )
 
 app = typer.Typer()
 
 
-def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, device: int,
-           arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner) -> None:
+def _judge(p: spec.Problem, src: Path, mode: str, as_json: bool, debug: bool, device: int,
+           arch: Optional[str], budget: float, db: Optional[Path], keep: bool, runner: Runner,
+           only: Optional[str] = None) -> None:
+    """Judge `src`; `only` (a workload's id) when the problem's tests were narrowed to one."""
     from judge.engine.run import Options, evaluate
     from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
         dopts = job.docker_options(runner) if isinstance(runner, DockerRunner) else None
         opts = Options(mode=mode, device=device, arch=arch, policy=TimingPolicy(budget_s=budget),
-                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
+                       baseline_policy=TimingPolicy(budget_s=budget).for_baseline(), hidden=0 if only else 2)
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))}"
-                      + (f" · docker {escape(dopts.image)}" if dopts else ""))
+                      + (f" · docker {escape(dopts.image)}" if dopts else "")
+                      + (f" · only {escape(only)} (not recorded)" if only else ""))
         if dopts:  # the whole pipeline inside a container (judge/runner/docker.py)
             from judge.runner.docker import evaluate_in_docker
 
@@ -68,19 +76,17 @@ def _judge(problem: str, solution: Path, mode: str, as_json: bool, debug: bool, 
             print(report.model_dump_json(indent=2))
         else:
             render.report(out, report)
-        if keep and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
+        if keep and not only and report.status is not Status.INTERNAL_ERROR:  # the judge's fault is no attempt
             record(report, db)
     raise typer.Exit(report.exit_code)
 
 
-
 @app.command()
-def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
-           solution: Path = typer.Argument(..., help="Your .cu file"),
+def submit(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
            as_json: bool = JsonOpt, debug: bool = DebugOpt,
-           device: int = typer.Option(0, help="GPU index."),
-           arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-           budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for your kernel."),
+           device: int = DeviceOpt,
+           arch: Optional[str] = ArchOpt,
+           budget: float = budget_opt(2.0, "Seconds of GPU time per shape for your kernel."),
            db: Optional[Path] = DbOpt,
            record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
            runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
@@ -88,31 +94,99 @@ def submit(problem: str = typer.Argument(..., help="Problem folder or name, e.g.
     """Build, check on every test workload, time against the baseline, and give a verdict."""
     with errors(as_json, debug):
         choice = runner_choice(runner, image, mount, host_env, gpus)
-    _judge(problem, solution, "submit", as_json, debug, device, arch, budget, db, record, choice)
+        p, src = problem_then_solution(problem, solution, "submit")
+    _judge(p, src, "submit", as_json, debug, device, arch, budget, db, record, choice)
 
 
 @app.command()
-def test(problem: str = typer.Argument(..., help="Problem folder or name"),
-         solution: Path = typer.Argument(..., help="Your .cu file"),
+def test(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
          as_json: bool = JsonOpt, debug: bool = DebugOpt,
-         device: int = typer.Option(0, help="GPU index."),
-         arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+         device: int = DeviceOpt,
+         arch: Optional[str] = ArchOpt,
+         workload: Optional[int] = typer.Option(None, "--workload", min=1, help="Run only test N (as `test N/M` "
+                                                "counts them; `judge show` lists them). Not recorded."),
+         shape: Optional[str] = typer.Option(None, "--shape", help="Run only this workload, e.g. "
+                                             "M=100,N=64,K=33 (every scalar of the signature). Not recorded."),
          db: Optional[Path] = DbOpt,
          record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
          runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
          host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
-    """Correctness only: build and check every test workload (no timing)."""
+    """Correctness only: build and check every test workload (no timing), or one (--workload, --shape)."""
     with errors(as_json, debug):
         choice = runner_choice(runner, image, mount, host_env, gpus)
-    _judge(problem, solution, "test", as_json, debug, device, arch, 2.0, db, record, choice)
+        p, src = problem_then_solution(problem, solution, "test")
+        p, only = _narrowed(p, workload, shape, choice)
+    _judge(p, src, "test", as_json, debug, device, arch, 2.0, db, record, choice, only)
+
+
+def _narrowed(p: spec.Problem, workload: Optional[int], shape: Optional[str],
+              runner: Runner) -> tuple[spec.Problem, Optional[str]]:
+    """The problem with its tests narrowed to one (and no hidden ones), and that one's id."""
+    from dataclasses import replace
+
+    from judge.problem import workload_arg
+
+    if workload is None and shape is None:
+        return p, None
+    if workload is not None and shape is not None:
+        raise Usage("--workload and --shape each pick the one workload to run: pass one of them")
+    if isinstance(runner, DockerRunner):
+        raise Usage("--workload and --shape run on this machine (not with --runner docker)")
+    if workload is not None:
+        if workload > len(p.spec.tests):
+            raise Usage(f"--workload {workload}: {p.name} has tests 1 to {len(p.spec.tests)} (judge show {p.name})")
+        w = p.spec.tests[workload - 1]
+    else:
+        try:
+            w = workload_arg.parse(p, shape or "")
+        except workload_arg.WorkloadError as e:
+            raise Usage(f"--shape {e}") from None
+    return replace(p, spec=p.spec.model_copy(update={"tests": [w]})), spec.workload_id(w)
+
+
+@app.command()
+def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=False, help="Your .cu file."),
+          problem: Optional[str] = typer.Argument(None, metavar="PROBLEM", show_default=False,
+                                                  help="Problem name or folder (default: "
+                                                  "the one the file's `// judge: PROBLEM` line names)."),
+          as_json: bool = JsonOpt, debug: bool = DebugOpt,
+          device: int = DeviceOpt,
+          arch: Optional[str] = ArchOpt) -> None:
+    """Build and run the static policy, no GPU needed: exit 0 when both pass. Shows the kernels'
+    registers, shared memory, spills and SASS summary, and the compiler's warnings."""
+    from judge.build import nvcc
+    from judge.gpu import device as gpus
+
+    with errors(as_json, debug):
+        p, src = solution_and_problem(problem, solution, "check")
+        if arch is None:
+            gpu = next((g for g in gpus.gpus() if g.index == device), None)
+            arch = nvcc.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
+        prepared = toolchain.prepare(p, src, arch, sass=True)
+        status = prepared.status.value if prepared.status is not None else "OK"
+        if as_json:
+            print(json.dumps({"problem": p.name, "solution": str(src), "arch": arch, "ok": prepared.ok,
+                              "status": status, "message": prepared.message,
+                              "build": prepared.build.model_dump() if prepared.build else None}, indent=2))
+        else:
+            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · {escape(str(src))} · {arch}")
+            if prepared.build is not None:
+                render.build_summary(out, prepared.build)
+            if prepared.ok:
+                out.print("[bold green]OK[/]: it builds and passes the static policy (nothing was run: "
+                          f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU)")
+            else:
+                out.print(f"[bold red]{status}[/] {escape(p.name)} · {escape(str(src))}")
+                out.print(escape(prepared.message), highlight=False)
+    raise typer.Exit(0 if prepared.status is None else prepared.status.exit_code)
 
 
 @app.command("list")
-def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt, debug: bool = DebugOpt) -> None:
     """The ladder: problems easy to hard, with level, tags and what you have solved."""
     from judge.store import Store, StoreError
 
-    with errors(as_json, False):
+    with errors(as_json, debug):
         where = store_path(db)
         rows, bad = [], []
         found = spec.find_problems(problems_root())
@@ -154,9 +228,10 @@ def list_(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
 
 
 @app.command()
-def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_json: bool = JsonOpt) -> None:
+def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_json: bool = JsonOpt,
+         debug: bool = DebugOpt) -> None:
     """The statement, the exact prototype, shapes, workloads and baseline."""
-    with errors(as_json, False):
+    with errors(as_json, debug):
         p = resolve(problem)
         s = p.spec
         shapes = {t.name: p.shape_text(t.name) for t in p.tensors}
@@ -168,7 +243,7 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
                               "hints": len(s.hints)}, indent=2))
             return
         if p.statement_path.exists():
-            out.print(Markdown(p.statement_path.read_text()))
+            render.statement(out, p.statement_path.read_text())
         else:
             out.print(f"[bold]{escape(s.title)}[/]")
         out.print(f"\n[bold]prototype[/]\n  {escape(p.prototype())};")
@@ -177,8 +252,9 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
             out.print(f"  {role} {t.name}: {escape(t.type)} {escape(shapes[t.name])}")
         check = ", ".join(f"{k}={v}" for k, v in s.check.model_dump().items() if k != "name")
         out.print(f"[bold]check[/] {s.check.name} {check}")
-        out.print(f"[bold]tests[/] {len(s.tests)} workloads; [bold]benchmarks[/] "
-                  + "; ".join(spec.workload_id(w) for w in s.benchmarks))
+        out.print(f"[bold]tests[/] {len(s.tests)} workloads (judge test --workload N runs one): "
+                  + "; ".join(f"{i} {spec.workload_id(w)}" for i, w in enumerate(s.tests, 1)))
+        out.print("[bold]benchmarks[/] " + "; ".join(spec.workload_id(w) for w in s.benchmarks))
         out.print(f"[bold]baseline[/] {escape(', '.join(baselines) or 'none')}; "
                   f"{len(s.hints)} hints")
 
@@ -186,15 +262,20 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
 @app.command()
 def init(problem: str = typer.Argument(..., help="Problem folder or name"),
          output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu)."),
-         force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
-    """Write a starter .cu with the exact prototype (it compiles as is)."""
-    with errors(False, False):
+         force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+         debug: bool = DebugOpt) -> None:
+    """Write a starter .cu with the exact prototype (it compiles as is) under a `// judge: PROBLEM` line."""
+    with errors(False, debug):
         p = resolve(problem)
         target = output or Path(f"{p.name}.cu")
         if target.exists() and not force:
             raise Usage(f"{target} exists; pass --force to overwrite it")
-        target.write_text(abi.starter(p.spec.title, p.params, {t.name: p.shape_text(t.name) for t in p.tensors}))
-        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {p.root} {escape(str(target))}")
+        try:
+            target.write_text(toolchain.for_name(toolchain.DEFAULT).starter(p))
+        except OSError as e:
+            raise Usage(f"cannot write {target}: {e.strerror or e}") from None
+        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {escape(problem_arg(p))} "
+                  f"{escape(str(target))} (or judge submit {escape(str(target))}: its first line names the problem)")
 
 
 @app.command()
@@ -250,15 +331,17 @@ def _finding(f: Finding) -> dict:
 
 
 @app.command()
-def doctor(as_json: bool = JsonOpt) -> None:
+def doctor(as_json: bool = JsonOpt, debug: bool = DebugOpt) -> None:
     """GPU, driver, nvcc, torch, ninja, docker: what is there, what is missing and how to fix it."""
     from judge.runner.doctor import diagnose
 
-    findings = diagnose()
-    if as_json:
-        print(json.dumps([vars(f) for f in findings], indent=2))
-    else:
-        for f in findings:
-            mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
-            out.print(f"{mark} {f.name:7} {escape(f.detail)}" + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
+    with errors(as_json, debug):
+        findings = diagnose()
+        if as_json:
+            print(json.dumps([vars(f) for f in findings], indent=2))
+        else:
+            for f in findings:
+                mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
+                out.print(f"{mark} {f.name:7} {escape(f.detail)}"
+                          + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
     raise typer.Exit(0 if all(f.ok for f in findings if f.required) else EXIT_NOT_YOUR_CODE)

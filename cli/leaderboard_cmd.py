@@ -24,6 +24,7 @@ from judge.runner.job import LocalRunner
 
 from . import board_view
 from .common import (
+    ArchFormOpt,
     DbOpt,
     DebugOpt,
     GpusOpt,
@@ -33,6 +34,8 @@ from .common import (
     MountOpt,
     RunnerOpt,
     Usage,
+    alias,
+    budget_opt,
     err,
     errors,
     out,
@@ -83,8 +86,10 @@ def make_judge(subs: list[Submission], problems: Path, gpu_kind: str, gpu: GpuIn
 @app.command("run")
 def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<participant>/<problem>.cu"),
             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt,
-            gpus: Optional[int] = typer.Option(None, "--gpus", help="Use the first N GPUs (default: all)."),
-            devices: Optional[str] = typer.Option(None, "--devices", help="GPU indices to use, e.g. 0,1."),
+            devices: Optional[str] = typer.Option(None, "--device", help="GPU indices to use, e.g. 0 or 0,1 "
+                                                  "(default: every GPU here)."),
+            devices_alias: Optional[str] = typer.Option(None, "--devices", hidden=True),  # the old name of --device
+            gpus: Optional[int] = typer.Option(None, "--gpus", hidden=True, help="The first N GPUs (old; --device)."),
             references: bool = typer.Option(True, "--references/--no-references",
                                             help="Also judge the repository's fastest model answer of each "
                                             "problem that has submissions, as participant `reference`."),
@@ -92,8 +97,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                                                            "judged in this run is not ACCEPTED) or `regression` (a "
                                                            "result is slower than its previous one, intervals apart). "
                                                            "Repeatable."),
-            budget: Optional[float] = typer.Option(None, help="Seconds of GPU time per shape (default: submit's)."),
-            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+            budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape (default: submit's)."),
+            arch: Optional[str] = ArchFormOpt,
             timeout: float = typer.Option(1800.0, help="Seconds one submission may take in all before it is TIMEOUT."),
             cluster: Optional[str] = typer.Option(None, "--cluster", envvar="RAY_ADDRESS", show_envvar=True,
                                                   help="Judge on a Ray cluster instead of the local GPUs: "
@@ -106,9 +111,11 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             host_env: bool = HostEnvOpt, docker_gpus: str = GpusOpt,
             ) -> None:
     """Judge every submission not yet judged on this GPU kind, one job per GPU, and record the results."""
+    from judge.build import nvcc
     from judge.store import Store
 
     with errors(as_json, debug):
+        devices = alias(devices, devices_alias, "--device", "--devices")
         names = [p.name for p in spec.find_problems(problems_root())]
         subs = board_run.discover(submissions, names)  # the command line first: a mistyped folder is exit 2 anywhere
         # a docker runner's mount sources are paths on the node that judges: the node checks them
@@ -117,7 +124,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             from .cluster_cmd import run_on_cluster
 
             if gpus is not None or devices is not None:
-                raise Usage("--gpus and --devices pick local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
+                raise Usage("--device picks local GPUs; with --cluster (or RAY_ADDRESS), pick GPU kinds "
                             "with --kinds")
             if references:
                 subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
@@ -126,6 +133,8 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
             raise typer.Exit(code)
         if kinds is not None or build_only or not isinstance(choice, LocalRunner):
             raise Usage("--kinds, --build-only and --runner docker are for --cluster runs (docs/cluster.md)")
+        if arch is not None and (problem := nvcc.arch_problem(arch)):  # the local nvcc builds: it must know it
+            raise Usage(f"--arch {problem}")
         chosen, kind, gpu = board_run.choose_devices(local_gpus(), gpus, devices)
         if references:
             subs = board_run.with_references(subs, SOLUTIONS_DIR, names)
@@ -175,8 +184,9 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
 def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only this problem."),
              fmt: Format = typer.Option(Format.table, "--format", help="table, markdown, json or html."),
              output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file."),
-             gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind."),
-             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+             gpu_kind: Optional[str] = typer.Option(None, "--gpu-kind", help="Only results on this GPU kind: "
+                                                    "its name or a part of it, any case (H100)."),
+             as_json: bool = JsonOpt, db: Optional[Path] = DbOpt, debug: bool = DebugOpt) -> None:
     """Rank each participant's latest result per problem (and overall), per GPU kind."""
     from judge.board import html as board_html
     from judge.board import rank as board_rank
@@ -185,11 +195,16 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
     from judge.store import Store
 
     fmt = Format.json if as_json else fmt
-    with errors(as_json, False):
+    with errors(as_json, debug):
         path = store_path(db)
         if not path.exists():
             raise Usage(f"no results store at {path}: run `judge leaderboard run SUBMISSIONS_DIR` first (or pass --db)")
         with Store(path) as store:
+            if gpu_kind is not None:
+                try:
+                    gpu_kind = leaderboard.match_kind(leaderboard.gpu_kinds(store), gpu_kind)
+                except leaderboard.KindError as e:
+                    raise Usage(str(e)) from None
             latest = leaderboard.latest(leaderboard.rows(store, problem, gpu_kind)).values()
         boards = board_rank.boards(latest)
         if fmt is Format.table and output is None:

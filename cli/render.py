@@ -1,9 +1,11 @@
 """Human output with rich: progress while working, the report, errors. Off-TTY safe."""
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status as Spinner
 from rich.table import Table
@@ -13,6 +15,7 @@ from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, S
 from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report
 from judge.contract.verdict import Status
 
+SHOWN_WARNINGS = 3  # warning lines under a build's summary; the count and the log's path say the rest
 STYLE = {Status.ACCEPTED: "bold green", Status.INTERNAL_ERROR: "bold yellow"}
 
 
@@ -56,9 +59,53 @@ class Live:
                     f"{r.gbps:.0f} GB/s, {r.roofline_pct:.0f}% of roofline{speed}")
 
 
+class Steps:
+    """Progress of a long command on `console`: a spinner on a terminal; off one (a pipe, a CI log)
+    plain lines, at most one every `every_s` seconds, the first and the last step always."""
+
+    def __init__(self, console: Console, every_s: float = 10.0):
+        self.console, self.every_s = console, every_s
+        self.spinner: Spinner | None = console.status("starting", spinner="dots") if console.is_terminal else None
+        self.last = float("-inf")
+
+    def __enter__(self) -> Steps:
+        if self.spinner:
+            self.spinner.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.spinner:
+            self.spinner.stop()
+
+    def update(self, text: str, first: bool = False, last: bool = False) -> None:
+        if self.spinner:
+            self.spinner.update(escape(text))
+        elif first or last or time.monotonic() - self.last >= self.every_s:
+            self.last = time.monotonic()
+            self.console.print(escape(text), highlight=False)
+
+    def line(self, text: str) -> None:
+        """A line that stays (rich markup)."""
+        self.console.print(text, highlight=False)
+
+
+def statement(c: Console, text: str) -> None:
+    """A problem's README, all of it: wrapped to the console's width. (The consoles soft-wrap, which
+    for a Markdown renderable means cropping every line at the width, list items included.)"""
+    c.print(Markdown(text), soft_wrap=False)
+
+
 def build_summary(c: Console, b: BuildInfo) -> None:
     how = "cached" if b.cached else f"{b.seconds:.1f} s"
     c.print(f"  build ({b.arch}, {how}): {'ok' if b.ok else '[red]failed[/]'}")
+    if b.warning_count:
+        shown = b.warnings[:SHOWN_WARNINGS]
+        c.print(f"  [yellow]{b.warning_count} compiler warning{'s' if b.warning_count != 1 else ''}[/]"
+                + (f" (whole output: {escape(b.log_path)})" if b.log_path else ""), highlight=False)
+        for w in shown:
+            c.print(f"    {escape(w)}", highlight=False)
+        if b.warning_count > len(shown):
+            c.print(f"    ... {b.warning_count - len(shown)} more", highlight=False)
     for k in b.kernels:
         spill = k.spill_store_bytes + k.spill_load_bytes
         warn = f" [red]{spill} B spilled[/]" if spill else ""

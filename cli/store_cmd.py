@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from judge import paths
 
-from .common import DbOpt, JsonOpt, errors, out, store_path
+from .common import DbOpt, DebugOpt, JsonOpt, errors, out, store_path
 
 app = typer.Typer()
 
@@ -20,11 +20,11 @@ _WHY = {"--db": "given with --db", paths.ENV_DB: f"from ${paths.ENV_DB}",
 
 
 @app.command()
-def store(as_json: bool = JsonOpt, db: Optional[Path] = DbOpt) -> None:
+def store(as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Which results store the judge reads and writes here, and what it holds."""
     from judge.store import Store
 
-    with errors(as_json, False):
+    with errors(as_json, debug):
         where = paths.store_location(db)
         path = store_path(db)
         held = None

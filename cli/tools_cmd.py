@@ -15,19 +15,35 @@ from judge.build.sass import line
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
 from . import render
-from .common import DbOpt, DebugOpt, JsonOpt, Usage, err, errors, fail, out, record, resolve, solution_file
+from .common import (
+    ArchOpt,
+    DbOpt,
+    DebugOpt,
+    DeviceOpt,
+    JsonOpt,
+    ProblemArg,
+    SolutionArg,
+    Usage,
+    budget_opt,
+    err,
+    errors,
+    fail,
+    out,
+    problem_then_solution,
+    record,
+    solution_and_problem,
+)
 
 app = typer.Typer()
 
 
 @app.command()
-def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g. problems/hgemm"),
-            solution: Path = typer.Argument(..., help="Your .cu file"),
+def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             shape: Optional[str] = typer.Option(None, help="Benchmark index (0 = the first, the default) "
                                                 "or a workload id such as M=4096,N=4096,K=4096."),
             as_json: bool = JsonOpt, debug: bool = DebugOpt,
-            device: int = typer.Option(0, help="GPU index."),
-            arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
+            device: int = DeviceOpt,
+            arch: Optional[str] = ArchOpt,
             calls: int = typer.Option(1, min=1, max=20, help="Profiled calls of solve() (after one warm-up call)."),
             kernel: Optional[str] = typer.Option(None, help="Profile only kernels whose name matches this regex."),
             timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
@@ -38,8 +54,7 @@ def profile(problem: str = typer.Argument(..., help="Problem folder or name, e.g
     from judge.runner import profile as prof
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
+        p, src = problem_then_solution(problem, solution, "profile")
         if arch is None:
             gpu = next((g for g in gpu_info.gpus() if g.index == device), None)
             arch = build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
@@ -118,13 +133,15 @@ def _c(v: float | None) -> str:
 # -- judge compare ------------------------------------------------------------------------------
 
 @app.command("compare")
-def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
-             a: Path = typer.Argument(..., help="Solution A (.cu)"),
-             b: Path = typer.Argument(..., help="Solution B (.cu)"),
+def compare_(problem: str = typer.Argument(..., metavar="PROBLEM", show_default=False,
+                                          help="Problem name or folder. Or leave it out (judge compare A B) "
+                                          "when the files' first lines name it: `// judge: PROBLEM`."),
+             a: Path = typer.Argument(..., metavar="A", show_default=False, help="Solution A (.cu)."),
+             b: Optional[Path] = typer.Argument(None, metavar="B", show_default=False, help="Solution B (.cu)."),
              as_json: bool = JsonOpt, debug: bool = DebugOpt,
-             device: int = typer.Option(0, help="GPU index."),
-             arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-             budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for each solution.")) -> None:
+             device: int = DeviceOpt,
+             arch: Optional[str] = ArchOpt,
+             budget: float = budget_opt(2.0, "Seconds of GPU time per shape for each solution.")) -> None:
     """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
     B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
     from judge.engine.compare import Compared, compare
@@ -132,10 +149,11 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
     from judge.engine.stats import TimingPolicy
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        sa, sb = solution_file(a), solution_file(b)
-        if budget <= 0:
-            raise Usage("--budget must be positive")
+        named: Optional[str] = problem
+        if b is None:  # `judge compare A B`: the problem from the files' headers
+            named, a, b = None, Path(problem), a
+        p, sa = solution_and_problem(named, a, "compare")
+        _, sb = solution_and_problem(named or p.name, b, "compare")
         if not as_json:
             out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}) · A = {escape(str(sa))} · B = {escape(str(sb))}")
         result = None
@@ -146,11 +164,30 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
                 else:
                     live(ev)
         assert result is not None
+        result = _with_b_build(p, sb, result)
         if as_json:
             print(result.model_dump_json(indent=2))
         else:
             _show_comparison(result)
     raise typer.Exit(result.exit_code)
+
+
+def _with_b_build(p, sb: Path, r):
+    """A comparison that ended on A (no GPU here, or A's own failure) never says what B's build
+    was: B was built with A (a cache hit now), so a B that does not build is named too, and where
+    A's failure was the judge's (INTERNAL_ERROR), B's verdict is the comparison's."""
+    from judge.build import toolchain
+
+    if r.failed != "A" or r.b_test is not None or r.a_test is None or not r.a_test.environment.arch:
+        return r
+    built = toolchain.prepare(p, sb, r.a_test.environment.arch)
+    if built.status is None or built.status is Status.INTERNAL_ERROR:
+        return r
+    b_text = f"B ({sb}): {built.status.value}: {built.message}"
+    if r.status is Status.INTERNAL_ERROR:
+        return r.model_copy(update={"status": built.status, "failed": "B",
+                                    "message": f"{b_text}\n(and A: {r.message})"})
+    return r.model_copy(update={"message": f"{r.message}\n{b_text}"})
 
 
 def _show_comparison(r) -> None:
@@ -187,20 +224,25 @@ def _show_comparison(r) -> None:
 # -- judge watch --------------------------------------------------------------------------------
 
 @app.command()
-def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
-          solution: Path = typer.Argument(..., help="Your .cu file (judged now and on every save)"),
+def watch(problem: str = ProblemArg,
+          solution: Optional[Path] = typer.Argument(None, metavar="SOLUTION", show_default=False,
+                                                    help="Your .cu file (judged now and on every save)."),
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
-          device: int = typer.Option(0, help="GPU index."),
-          arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
-          budget: Optional[float] = typer.Option(None, help="Seconds of GPU time per shape "
+          device: int = DeviceOpt,
+          arch: Optional[str] = ArchOpt,
+          budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape "
                                                  "(default 0.5; 2 with --submit)."),
-          timed: bool = typer.Option(True, "--time/--no-time", help="A short timing after the tests."),
-          submit: bool = typer.Option(False, "--submit", help="Judge each save with `judge submit` itself "
-                                      "(fresh inputs, baselines, recorded): slower, but a real verdict."),
+          timed: Optional[bool] = typer.Option(None, "--time/--no-time", show_default=False,
+                                               help="A short timing after the tests (the default; a "
+                                               "`// judge: PROBLEM test` header means --no-time)."),
+          submit: Optional[bool] = typer.Option(None, "--submit/--no-submit", show_default=False,
+                                                help="Judge each save with `judge submit` itself (fresh inputs, "
+                                                "baselines, recorded): slower, but a real verdict (a "
+                                                "`// judge: PROBLEM submit` header means --submit)."),
           once: bool = typer.Option(False, "--once", help="Judge once with the warm session and exit "
                                     "with the verdict's exit code."),
           runs: Optional[int] = typer.Option(None, min=1, help="Exit after this many runs (the first "
-                                             "included), for scripts."),
+                                             "included) with the last verdict's exit code, for scripts."),
           db: Optional[Path] = DbOpt) -> None:
     """Re-judge on every save with a warm judge (a practice tool: the verdict of `judge submit` is
     the real one). Tests, then a short timing; Ctrl-C stops."""
@@ -211,11 +253,9 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
     from judge.practice import watch as watching
 
     with errors(as_json, debug):
-        p = resolve(problem)
-        src = solution_file(solution)
+        p, src = problem_then_solution(problem, solution, "watch")
+        timed, submit = _watch_mode(src, timed, submit)
         budget = budget if budget is not None else (2.0 if submit else 0.5)
-        if budget <= 0:
-            raise Usage("--budget must be positive")
         policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
         opts = Options(device=device, arch=arch, policy=policy,
                        baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
@@ -231,6 +271,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
 
         if status:
             status.start()
+        code = 0  # Ctrl-C: the watch was stopped, as it is meant to be
         try:
             session.start()
             changes = detector.changes()
@@ -248,6 +289,7 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
                 if once:
                     raise typer.Exit(judged.report.exit_code)
                 if runs is not None and n >= runs:
+                    code = judged.report.exit_code  # a script's `--runs N` gets the last verdict's code
                     break
                 if status:
                     status.update(f"watching {escape(str(src))} (Ctrl-C stops)")
@@ -259,7 +301,18 @@ def watch(problem: str = typer.Argument(..., help="Problem folder or name"),
             if status:
                 status.stop()
             session.close()
-    raise typer.Exit(0)
+    raise typer.Exit(code)
+
+
+def _watch_mode(src: Path, timed: Optional[bool], submit: Optional[bool]) -> tuple[bool, bool]:
+    """--time and --submit as given, else as the file's header's mode says (`test`: tests only;
+    `submit`: real verdicts), else practice runs with a short timing."""
+    from judge.build import header
+
+    named = header.read(src)  # read once already by problem_then_solution: it is well formed
+    mode = named.mode if named else None
+    return (timed if timed is not None else mode != "test",
+            submit if submit is not None else mode == "submit")
 
 
 def _show_run(n: int, judged, as_json: bool) -> None:

@@ -4,7 +4,8 @@ anything else from a network. Pure: boards in, text out.
 Each problem's chart shows, per benchmark shape, each ranked participant's time and the
 baseline's as a percentage of the roofline (floor ms / median ms: 100% is the roofline, drawn as
 a dashed line); the candidates' bars carry their 95% interval as a whisker, and every bar's
-tooltip gives the median in ms.
+tooltip gives the median in ms. At phone width every table scrolls inside its own box
+(`.table-wrap`) and the charts scale down, so the page itself never scrolls sideways.
 """
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .legend i { display: inline-block; width: 0.9rem; height: 0.9rem; margin-right: 0.3rem; vertical-align: -0.1rem; }
 .legend i.line { height: 0; border-top: 2px dashed #d62728; width: 1.2rem; vertical-align: 0.25rem; }
 svg.chart { display: block; max-width: 100%; height: auto; margin: 0.4rem 0; }
+.table-wrap { max-width: 100%; overflow-x: auto; -webkit-overflow-scrolling: touch; }
+@media (max-width: 640px) {
+  body { margin: 0.8rem; }
+  th, td { padding: 0.2rem 0.45rem; }
+  table { font-size: 0.8rem; }
+}
 svg.chart text { font-family: inherit; font-size: 11px; fill: #333; }
 svg.chart text.value { font-size: 9px; fill: #555; }
 """
@@ -173,6 +180,7 @@ def html(boards: list[KindBoard], title: str = "kernel-judge leaderboard", gener
                      f'<td>{interval(e.score)}</td></tr>' for e in kb.overall]
             body.append("</table>")
         body += [_problem(pb, kb.gpu_kind) for pb in kb.problems]
+    page = "\n".join(body).replace("<table", '<div class="table-wrap"><table').replace("</table>", "</table></div>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{escape(title)}</title>"
-            f"<style>{CSS}</style></head>\n<body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<style>{CSS}</style></head>\n<body>\n" + page + "\n</body></html>\n")

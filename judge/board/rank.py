@@ -1,6 +1,6 @@
 """Ranking: speedup intervals, ties, per-problem boards and the overall ranking. Pure functions.
 
-Score of one result (DESIGN §6): the geomean over benchmark shapes of baseline median / candidate
+Score of one result (docs/timing.md): the geomean over benchmark shapes of baseline median / candidate
 median. Its interval combines the per-shape confidence intervals of the candidate's median:
 low = geomean(baseline median / candidate ci_high), high = geomean(baseline median / candidate
 ci_low). The baseline's own median is taken as exact (it is timed in the same run, twice).

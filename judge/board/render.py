@@ -1,6 +1,7 @@
 """Leaderboards as markdown (for `$GITHUB_STEP_SUMMARY`) and as JSON. Pure: boards in, text out."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def baseline_name(pb: ProblemBoard) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Text as a markdown table cell: HTML escaped (a name is shown, never rendered: GitHub renders
+    tags in markdown), backslashes and pipes escaped, one line."""
+    return html.escape(text, quote=False).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def markdown(boards: list[KindBoard]) -> str:
@@ -42,7 +45,8 @@ def markdown(boards: list[KindBoard]) -> str:
         return "# Leaderboard\n\nNo leaderboard results yet (run `judge leaderboard run SUBMISSIONS_DIR`).\n"
     lines: list[str] = []
     for kb in boards:
-        lines += [f"# Leaderboard · {kb.gpu_kind}", "", f"## Overall · {kb.gpu_kind}", "", OVERALL_RULE, ""]
+        kind = _cell(kb.gpu_kind)
+        lines += [f"# Leaderboard · {kind}", "", f"## Overall · {kind}", "", OVERALL_RULE, ""]
         if kb.overall:
             lines += ["| rank | participant | solved | geomean speedup | 95% interval |",
                       "|---:|---|---:|---:|---|"]
@@ -52,7 +56,7 @@ def markdown(boards: list[KindBoard]) -> str:
             lines.append("Nobody has solved a problem yet.")
         lines.append("")
         for pb in kb.problems:
-            lines += [f"## {pb.problem} · {kb.gpu_kind}", ""]
+            lines += [f"## {_cell(pb.problem)} · {kind}", ""]
             if pb.ranking:
                 lines += [f"| rank | participant | speedup over {_cell(baseline_name(pb))} | 95% interval | file "
                           "| judged |",

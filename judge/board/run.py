@@ -77,14 +77,14 @@ def choose_devices(found: Sequence[GpuInfo], gpus: int | None = None, devices: s
     if not by_index:
         raise Unavailable("no CUDA device: judging a leaderboard needs an NVIDIA GPU (run `judge doctor`)")
     if gpus is not None and devices is not None:
-        raise BadRequest("pass --gpus or --devices, not both")
+        raise BadRequest("pass --gpus or --device, not both")
     if devices is not None:
         try:
             chosen = [int(d) for d in devices.split(",") if d.strip()]
         except ValueError:
-            raise BadRequest(f"--devices takes GPU indices separated by commas (e.g. 0,1), not {devices!r}") from None
+            raise BadRequest(f"--device takes GPU indices separated by commas (e.g. 0,1), not {devices!r}") from None
         if not chosen or len(set(chosen)) != len(chosen):
-            raise BadRequest(f"--devices {devices!r}: name each GPU once")
+            raise BadRequest(f"--device {devices!r}: name each GPU once")
     else:
         n = len(by_index) if gpus is None else gpus
         if n < 1:
@@ -99,7 +99,7 @@ def choose_devices(found: Sequence[GpuInfo], gpus: int | None = None, devices: s
     kinds = sorted({by_index[d].name for d in chosen})
     if len(kinds) > 1:
         raise BadRequest(f"the chosen GPUs are of different kinds ({'; '.join(kinds)}): results are ranked per "
-                         "kind, so pick GPUs of one kind with --devices")
+                         "kind, so pick GPUs of one kind with --device")
     return Devices(chosen, kinds[0], by_index[chosen[0]])
 
 
@@ -162,7 +162,8 @@ def _never(sub: Submission, dev: int) -> Report:  # every file of the run had an
 
 
 def exit_code(statuses: Iterable[Status], regressions: Sequence[Regression], fail_on: Iterable[FailOn] | None) -> int:
-    """DESIGN §4 for a run: 3 when the judge failed on some file, 1 for a --fail-on that applies, else 0."""
+    """The exit code of a run (the codes of judge/contract/verdict.py): 3 when the judge failed on some
+    file, 1 for a --fail-on that applies, else 0."""
     modes = set(fail_on or [])
     statuses = list(statuses)
     if any(s is Status.INTERNAL_ERROR for s in statuses):

@@ -140,6 +140,31 @@ def rows(store, problem: str | None = None, gpu_kind: str | None = None) -> list
             for i, p, k, j in store.db.execute(sql + " ORDER BY id", args)]
 
 
+def gpu_kinds(store) -> list[str]:
+    """The GPU kinds the store has leaderboard results on, by name."""
+    return [k for (k,) in store.db.execute(
+        "SELECT DISTINCT COALESCE(gpu_kind, gpu, '?') FROM results WHERE participant IS NOT NULL AND mode = 'submit' "
+        "ORDER BY 1")]
+
+
+class KindError(ValueError):
+    """A GPU kind that names none, or several, of the store's."""
+
+
+def match_kind(kinds: Iterable[str], text: str) -> str:
+    """The one kind of `kinds` that `text` names: itself (any case), else the only one it is part of
+    (`H100` for `NVIDIA H100 80GB HBM3`). KindError when none or several match, naming them."""
+    kinds = list(kinds)
+    exact = [k for k in kinds if k.lower() == text.lower()]
+    found = exact or [k for k in kinds if text.lower() in k.lower()]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise KindError(f"no leaderboard results on a GPU kind matching {text!r} "
+                        f"(the store has: {', '.join(kinds) or 'none'})")
+    raise KindError(f"{text!r} matches several GPU kinds: {', '.join(found)}; name one")
+
+
 def latest(all_rows: Iterable[StoredResult], timed_only: bool = False) -> dict[tuple[str, str, str], StoredResult]:
     """The newest row per (gpu_kind, problem, participant); with `timed_only`, the newest ACCEPTED
     row with a speedup interval (what a regression is measured against)."""
@@ -169,7 +194,7 @@ class Regression:
     after: Score
 
 
-REGRESSION_FLOOR = 0.02  # the same kernel judged twice: medians within 1% (DESIGN §6), the speedup's two runs 2%
+REGRESSION_FLOOR = 0.02  # the same kernel judged twice: medians within 1% (docs/timing.md), the speedup's two runs 2%
 
 
 def regression(participant: str, problem: str, gpu_kind: str, previous: Report | None,

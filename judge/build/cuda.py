@@ -15,6 +15,8 @@ from judge.contract.verdict import Status
 from judge.problem import abi
 from judge.problem.spec import Problem
 
+MAX_WARNINGS = 20  # warning lines a report carries (BuildInfo.warnings); BuildInfo.warning_count has them all
+
 
 class CudaToolchain:
     name = "cuda"
@@ -22,7 +24,8 @@ class CudaToolchain:
     comment = "//"
 
     def starter(self, problem: Problem) -> str:
-        return abi.starter(problem.spec.title, problem.params,
+        """The ABI's starter under a header line naming the problem (judge/build/header.py)."""
+        return f"{self.comment} judge: {problem.name}\n" + abi.starter(problem.spec.title, problem.params,
                            {t.name: problem.shape_text(t.name) for t in problem.tensors})
 
     def flags(self, arch: str) -> str:
@@ -69,9 +72,12 @@ class CudaToolchain:
         """The verdict on a finished build: the policy on what was built, the SASS summaries."""
         if sass and result.ok:
             sass_counts.attach(result)
+        warned = nvcc.warnings(result.log.replace("src.cu", source.name)) if result.ok else []
         info = BuildInfo(ok=result.ok, cached=result.cached, seconds=round(result.seconds, 3),
                          command=result.command, arch=arch, log_tail=result.log[-4000:],
-                         kernels=[KernelInfo(**vars(k)) for k in result.resources])
+                         kernels=[KernelInfo(**vars(k)) for k in result.resources],
+                         warnings=warned[:MAX_WARNINGS], warning_count=len(warned),
+                         log_path=str(result.log_path or ""))
         prepared = Prepared(source, self.name, build=info)
         if not result.ok:
             prepared.status = Status.COMPILE_ERROR

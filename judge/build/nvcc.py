@@ -53,6 +53,26 @@ def gencode(arch: str) -> list[str]:
     return ["-gencode", f"arch=compute_{m.group(1)},code=sm_{m.group(1)}"]
 
 
+def arch_problem(arch: str, check_toolkit: bool = True) -> str | None:
+    """What is wrong with `arch` as a build target, in words, or None. The form is `sm_` and the
+    compute capability without its dot, `a` (or `f`) after it for the architecture-specific
+    features of sm_90 and later; with `check_toolkit`, this nvcc must also build for it."""
+    m = re.fullmatch(r"sm_(\d+)([af]?)", arch)
+    if not m:
+        digits = "".join(re.findall(r"\d", arch))
+        guess = f"; for compute capability {digits[:-1]}.{digits[-1]}: sm_{digits} or sm_{digits}a" \
+            if 2 <= len(digits) <= 3 else ""
+        return (f"{arch!r} is not an architecture: expected sm_ and the compute capability without its dot, "
+                f"e.g. sm_90a (H100, with wgmma and TMA) or sm_90, sm_80 (A100){guess}")
+    if m.group(2) and int(m.group(1)) < 90:
+        return f"{arch}: the `{m.group(2)}` variants exist from sm_90 on (use sm_{m.group(1)})"
+    codes = toolkit.gpu_codes() if check_toolkit else None
+    if codes and f"sm_{m.group(1)}" not in codes:
+        return (f"this nvcc ({toolkit.nvcc_version()}) cannot build for {arch}: it builds for "
+                f"{', '.join(codes)} (and their `a` variants from sm_90 on)")
+    return None
+
+
 def arch_for(major: int, minor: int) -> str:
     """The architecture to build for a device of compute capability major.minor."""
     return f"sm_{major}{minor}a" if (major, minor) in ((9, 0), (10, 0), (10, 3), (12, 0)) else f"sm_{major}{minor}"
@@ -92,6 +112,7 @@ class BuildResult:
     timed_out: bool = False
     resources: list[KernelResources] = field(default_factory=list)
     host_ii: Path | None = None  # nvcc's host pass, for the static policy (None if it failed)
+    log_path: Path | None = None  # the compiler's whole output (in the build's cache folder)
 
 
 def _key(req: BuildRequest, source: bytes, nvcc_version: str) -> str:
@@ -249,14 +270,14 @@ def _result(req: BuildRequest, key: str, d: Path, cached: bool, cmd: str, second
     status = status_file.read_text().strip() if status_file.exists() else "missing"
     display_cmd = f"cd {d} && {cmd}"
     res = BuildResult(req, False, key, None, display_cmd, log, seconds, cached,
-                      resources=parse_resources(log))
+                      resources=parse_resources(log), log_path=log_file if log_file.exists() else None)
     if status == str(TIMEOUT_STATUS):
         res.timed_out = True
         res.error = f"nvcc did not finish within {COMPILE_TIMEOUT_S} s"
         return res
     if status != "0":
         res.error = _limit_hit(log, status) or _compile_error(log.replace("src.cu", Path(req.source).name),
-                                                              req.prototype, status)
+                                                              req.prototype, status, res.log_path)
         return res
     lib = d / "lib.so"
     if not _exports_solve(lib):
@@ -283,12 +304,27 @@ def _limit_hit(log: str, status: str) -> str | None:
     return None
 
 
-def _compile_error(log: str, proto: str, status: str) -> str:
+SHOWN_ERROR_LINES = 12  # of a COMPILE_ERROR's log in its message; the rest is counted, with the log's path
+
+
+def _compile_error(log: str, proto: str, status: str, log_path: Path | None = None) -> str:
     errors = [ln for ln in log.splitlines() if "error" in ln.lower()]
-    head = "\n".join((errors or log.splitlines() or [f"nvcc exited with status {status}"])[:12])
+    lines = errors or log.splitlines() or [f"nvcc exited with status {status}"]
+    head = "\n".join(lines[:SHOWN_ERROR_LINES])
+    more = len(lines) - SHOWN_ERROR_LINES
+    if more > 0:
+        head += f"\n... {more} more {'error ' if errors else ''}line{'s' if more != 1 else ''}"
+    if log_path is not None and (more > 0 or errors):
+        head += f"\nthe compiler's whole output: {log_path} (your file is src.cu there)"
     if re.search(r"\bsolve\b", log):
         head += f"\nexpected prototype:\n    {proto}"
     return head
+
+
+def warnings(log: str) -> list[str]:
+    """The compiler's warning lines (nvcc's front end, the host compiler's, ptxas'), in order."""
+    return [ln.strip() for ln in log.splitlines()
+            if re.search(r"\bwarning\b", ln, re.IGNORECASE) and not ln.lstrip().startswith("Remark")]
 
 
 def _exports_solve(lib: Path) -> bool:

@@ -1,4 +1,4 @@
-"""Static policy (DESIGN.md §5): what a submission may include, and what its library may call.
+"""Static policy (docs/security.md): what a submission may include, and what its library may call.
 It needs no GPU and runs before any does. It is a first filter that names the rule a submission
 breaks, not the security wall (that is the OS confinement of the worker process).
 

@@ -45,6 +45,21 @@ def nvcc_version() -> str | None:
     return m.group(1) if m else None
 
 
+@cache
+def gpu_codes() -> tuple[str, ...] | None:
+    """The real architectures this nvcc builds for (`sm_75`, `sm_80`, ...; the `a`/`f` variants are
+    not listed), or None when nvcc is missing or does not say."""
+    nvcc = nvcc_path()
+    if not nvcc:
+        return None
+    try:
+        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    codes = tuple(re.findall(r"\bsm_\d+\b", out))
+    return codes or None
+
+
 def cudart_dir() -> str | None:
     home = cuda_home()
     if not home:

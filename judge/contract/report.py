@@ -56,6 +56,9 @@ class BuildInfo(_M):
     arch: str
     kernels: list[KernelInfo] = []
     log_tail: str = ""
+    warnings: list[str] = []  # the compiler's first warning lines (judge/build/cuda.py: MAX_WARNINGS)
+    warning_count: int = 0  # all of them
+    log_path: str = ""  # the compiler's whole output, on the machine that built
 
 
 class Stats(_M):

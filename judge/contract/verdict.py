@@ -1,4 +1,4 @@
-"""Verdicts and exit codes (DESIGN.md §4, CONTRACT)."""
+"""Verdicts and exit codes (CONTRACT): what every consumer of the judge agrees on."""
 from __future__ import annotations
 
 from enum import Enum

@@ -1,4 +1,4 @@
-"""The GPU health gate (DESIGN.md §5): before each phase, the device must be fit to judge on.
+"""The GPU health gate (docs/security.md): before each phase, the device must be fit to judge on.
 
 A slow time caused by the machine must never be reported as the submission's. Before the tests
 and before each benchmark shape the parent asks NVML for:

@@ -1,4 +1,4 @@
-"""Output completeness and input integrity (DESIGN.md §5 "runtime defences").
+"""Output completeness and input integrity (docs/security.md, "runtime defences").
 
 Poison patterns. Before every call an output is filled with a pattern chosen per call: a NaN
 with a random, non-canonical payload for floating-point outputs (no arithmetic produces it, and

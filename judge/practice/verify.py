@@ -1,5 +1,8 @@
 """A problem folder tests itself: every reference solution must be ACCEPTED, every `wrong/*.cu`
 must get the status its first line declares (`// expected: WRONG_ANSWER — tail not handled`).
+
+Without a GPU, `build_check` does what needs none: every control built and put through the static
+policy, the COMPILE_ERROR and REJECTED controls to their verdict where it is reached there.
 """
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from judge import paths
 from judge.build import toolchain
+from judge.build.language import Prepared
 from judge.contract.verdict import Status
 from judge.engine.stats import TimingPolicy
 from judge.problem.spec import Problem
@@ -86,3 +90,42 @@ def verify(problems: list[Problem], device_index: int = 0, arch: str | None = No
         for ev in evaluate(c.problem, c.path, opts):
             if isinstance(ev, Finished):
                 yield Checked(c, ev.report)
+
+
+BUILT = "BUILT"  # `build_check`'s outcome of a file that built and passed the static policy
+
+
+@dataclass
+class BuildChecked:
+    """One control after its build and static policy, no GPU: what it got, and whether that fits."""
+
+    control: Control
+    prepared: Prepared
+
+    @property
+    def got(self) -> str:
+        return self.prepared.status.value if self.prepared.status is not None else BUILT
+
+    @property
+    def ok(self) -> bool:
+        """A COMPILE_ERROR control must fail to build; a REJECTED one may be refused here or build
+        (the runtime defences reject it on a GPU); every other control must build and pass."""
+        expected = self.control.expected
+        if expected is Status.COMPILE_ERROR:
+            return self.got == Status.COMPILE_ERROR.value
+        if expected is Status.REJECTED:
+            return self.got in (Status.REJECTED.value, BUILT)
+        return self.got == BUILT
+
+    @property
+    def settled(self) -> bool:
+        """Whether this control reached its declared verdict here (else a GPU must judge it)."""
+        return self.got == self.control.expected.value
+
+
+def build_check(problems: list[Problem], arch: str = "sm_90a",
+                on_build: Callable[[int, int, str], None] | None = None) -> list[BuildChecked]:
+    """Every control of `problems` built for `arch` through one ninja run and policy-checked."""
+    ctrls = [c for p in problems for c in controls(p)]
+    results = toolchain.prepare_many([(c.problem, c.path) for c in ctrls], arch, on_progress=on_build)
+    return [BuildChecked(c, r) for c, r in zip(ctrls, results)]

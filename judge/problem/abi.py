@@ -1,4 +1,4 @@
-"""The submission ABI (DESIGN.md §2): C types of solve()'s parameters, its prototype, starters.
+"""The submission ABI (README.md, "The submission"): C types of solve()'s parameters, its prototype, starters.
 
 A tensor parameter is `const T*` (input) or `T*` (output) with T one of the element types
 below; a scalar is `int` or `float`. Nothing here imports torch: the worker uses it too.

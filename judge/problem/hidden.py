@@ -1,4 +1,4 @@
-"""Hidden workloads (DESIGN.md §5): test shapes nobody sees before the verdict, drawn per run.
+"""Hidden workloads (docs/security.md): test shapes nobody sees before the verdict, drawn per run.
 
 A kernel written for the public shapes (tests and benchmarks) can be correct on exactly those and
 wrong elsewhere. So each run adds a few test cases drawn from the spec's domain with the run's

@@ -338,6 +338,16 @@ def _derive(root: Path, spec: Spec, errors: list[tuple[str, str]], bad: frozense
     return Problem(root, spec, shapes, flops, nbytes, scales, baselines, bounds, tuple(classic_wrong))
 
 
+def workload_errors(problem: Problem, w: Workload) -> list[str]:
+    """What makes `w` no workload of `problem`, as problem.yaml's tests are checked: each of the
+    signature's scalars given once, as a number of its type, every tensor dimension a positive
+    whole number. Empty when it is one."""
+    errors: list[tuple[str, str]] = []
+    if _check_workload("", w, {p.name: p for p in problem.scalars}, errors):
+        _check_shapes("", w, problem.shapes, errors)
+    return [f"{loc.lstrip('.')} {msg}" if loc else msg for loc, msg in errors]
+
+
 def _check_workload(where: str, w: Workload, scalars: dict[str, Param], errors: list) -> bool:
     before = len(errors)
     for k, v in w.items():

@@ -1,4 +1,4 @@
-"""`--runner docker`: judge inside a container (DESIGN.md §5, §7).
+"""`--runner docker`: judge inside a container (docs/security.md, docker/README.md).
 
 The whole pipeline runs in the container (judge/runner/container_entry.py; the worker is still a
 process of its own in there): CUDA IPC between a host parent and a contained worker would need

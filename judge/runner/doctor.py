@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
+import warnings
 from dataclasses import dataclass
 
 from judge.build import toolkit
@@ -40,7 +41,9 @@ def diagnose() -> list[Finding]:
     if torch_spec is None:
         out.append(Finding("torch", False, "not installed", "pip install torch"))
     else:
-        import torch
+        with warnings.catch_warnings():  # torch without NumPy warns on import; the numpy line says so
+            warnings.simplefilter("ignore")
+            import torch
 
         cuda = torch.version.cuda
         out.append(Finding("torch", cuda is not None or not gpus,
@@ -50,10 +53,36 @@ def diagnose() -> list[Finding]:
     out.append(Finding("sandbox", unconfinable is None, unconfinable or "seccomp (the candidate's worker is confined)",
                        "" if unconfinable is None else "judge on x86-64 Linux with seccomp, or set JUDGE_CONFINE=0 "
                        "to judge without the sandbox"))
+    out.append(_numpy())
+    out.append(_ncu())
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
     out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
     out.append(_docker())
     return out
+
+
+def _numpy() -> Finding:
+    try:
+        spec = importlib.util.find_spec("numpy")
+    except ImportError:  # a broken install
+        spec = None
+    if spec is None:
+        return Finding("numpy", False, "not installed (torch runs without it; the test suite needs it)",
+                       "pip install numpy", False)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return Finding("numpy", True, version("numpy"), required=False)
+    except PackageNotFoundError:
+        return Finding("numpy", True, "installed", required=False)
+
+
+def _ncu() -> Finding:
+    from judge.runner.profile import ncu_path
+
+    found = ncu_path()
+    return Finding("ncu", bool(found), found or "Nsight Compute not found",
+                   "" if found else "install Nsight Compute, or put ncu on PATH (only for `judge profile`)", False)
 
 
 def _docker() -> Finding:

@@ -444,6 +444,19 @@ def test_cli_devices_pick_gpus(tmp_path, fake_gpus):
     assert {j["device"] for j in json.loads(r.stdout)["judged"]} == {1}
 
 
+def test_cli_device_is_the_spelling_and_the_old_names_still_work(tmp_path, fake_gpus):
+    subs = write_subs(tmp_path / "subs", {f"p{i}/relu.cu": "ok 1" for i in range(2)})
+    for i, args in enumerate((["--device", "1"], ["--devices", "1"])):
+        r = lb("run", str(subs), "--db", str(tmp_path / f"j{i}.db"), *args, "--no-references", "--json")
+        assert r.exit_code == 0, r.output
+        assert {j["device"] for j in json.loads(r.stdout)["judged"]} == {1}
+    r = lb("run", str(subs), "--db", str(tmp_path / "k.db"), "--device", "0", "--devices", "1")
+    assert r.exit_code == 2 and "--devices is the old name of --device" in r.output
+    lines = [ln.strip("│ ") for ln in lb("run", "--help").output.splitlines()]
+    shown = [ln.split()[0] for ln in lines if ln.startswith("--")]
+    assert "--device" in shown and "--devices" not in shown and "--gpus" not in shown
+
+
 def test_cli_no_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(lb_cmd, "local_gpus", list)
     r = lb("run", str(tmp_path), "--db", str(tmp_path / "d"), "--json")

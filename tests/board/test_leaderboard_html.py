@@ -128,3 +128,17 @@ def test_dom_holds_the_charts(chromium, page, tmp_path):
     assert len(re.findall(r'class="bar candidate"', hgemm)) == 6  # 3 ranked × 2 shapes
     assert len(re.findall(r'class="bar baseline"', hgemm)) == 2 and 'class="roofline"' in hgemm
     assert "WRONG_ANSWER" in dom and "=1" in dom
+
+
+def test_page_does_not_scroll_sideways_at_phone_width(chromium, tmp_path):
+    """At the narrowest window headless Chromium opens (500 px; a phone is 360 to 430), the page is
+    no wider than the window: wide tables scroll inside their own box, the charts scale down."""
+    probe = ("<script>document.body.setAttribute('data-overflow', String(document.documentElement.scrollWidth "
+             "- window.innerWidth) + ' ' + window.innerWidth)</script>")
+    page = tmp_path / "phone.html"
+    page.write_text(board_html.html(golden_boards()).replace("</body>", probe + "</body>"))
+    r = run_chromium(chromium, tmp_path, "--window-size=375,800", "--dump-dom", page.as_uri())
+    found = re.findall(r'data-overflow="(-?\d+) (\d+)"', r.stdout)
+    assert found, r.stderr[-2000:]
+    overflow, width = map(int, found[0])
+    assert width <= 500 and overflow <= 0, f"{overflow} px wider than a {width} px window"

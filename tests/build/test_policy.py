@@ -1,4 +1,4 @@
-"""Static policy (DESIGN.md §5): includes, host-side assembly and imported symbols, on a machine
+"""Static policy (docs/security.md): includes, host-side assembly and imported symbols, on a machine
 without a GPU. Every file in tests/exploits/ declares on its first line the rule it breaks; the
 pipeline must reject it naming that rule and the offending line or symbol. Every file in
 tests/controls/ is an honest idiom (error messages, iostream, CUB, exceptions, cooperative launch,

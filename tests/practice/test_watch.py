@@ -274,6 +274,16 @@ def test_cli_keeps_watching_after_a_failure(fake_session, src, monkeypatch):
     assert "run 1" in r.output and "COMPILE_ERROR" in r.output and "run 2" in r.output and "ACCEPTED" in r.output
 
 
+@pytest.mark.parametrize("statuses, code", [([Status.WRONG_ANSWER], 1), ([Status.ACCEPTED], 0),
+                                           ([Status.ACCEPTED, Status.COMPILE_ERROR], 1),
+                                           ([Status.COMPILE_ERROR, Status.ACCEPTED], 0)])
+def test_cli_runs_exits_with_the_last_verdicts_code(fake_session, src, monkeypatch, statuses, code):
+    fake_session.statuses = statuses
+    monkeypatch.setattr(ChangeDetector, "changes", lambda self, poll_s=0.2: iter([1.0] * len(statuses)))
+    r = runner.invoke(app, ["watch", "vector_add", str(src), "--runs", str(len(statuses))])
+    assert r.exit_code == code, r.output
+
+
 def test_cli_ctrl_c_exits_cleanly(fake_session, src, monkeypatch):
     fake_session.statuses = [Status.ACCEPTED]
 

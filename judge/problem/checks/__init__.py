@@ -1,4 +1,4 @@
-"""Output checks (DESIGN.md §3 `check:`): the registry of named checks and the evidence walker.
+"""Output checks (`check:` in docs/problem-format.md): the registry of named checks and the evidence walker.
 
 Each check is one module of this package (allclose.py, exact.py, custom.py): a pydantic model of
 its `check:` parameters with an `ok(got, expected)` method, registered with `@register`
