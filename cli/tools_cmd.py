@@ -125,8 +125,9 @@ def compare_(problem: str = typer.Argument(..., help="Problem folder or name"),
              device: int = typer.Option(0, help="GPU index."),
              arch: Optional[str] = typer.Option(None, help="Build for this arch (default: the GPU's)."),
              budget: float = typer.Option(2.0, help="Seconds of GPU time per shape for each solution.")) -> None:
-    """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
-    B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
+    """Check two solutions, then time them in one run, interleaved on the same input buffers, each
+    batch checked as in `judge submit`: per shape, B against A is FASTER, SLOWER, SAME or AMBIGUOUS
+    (docs/timing.md)."""
     from judge.engine.compare import Compared, compare
     from judge.engine.run import Options
     from judge.engine.stats import TimingPolicy
