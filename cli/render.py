@@ -133,7 +133,8 @@ def report(c: Console, r: Report) -> None:
     e = r.environment
     if e.gpu:
         c.print(f"[dim]{e.gpu}, driver {e.driver}, CUDA {e.cuda_runtime}, nvcc {e.nvcc}, "
-                f"torch {e.torch}, {e.arch}, {'sandboxed' if e.confined else 'not sandboxed'}[/]", highlight=False)
+                f"torch {e.torch}, {e.arch}, {'sandboxed' if e.confined else 'not sandboxed'}"
+                f"{', own pid namespace' if e.pid_namespace else ''}[/]", highlight=False)
     style = STYLE.get(r.status, "bold red")
     c.print(f"[{style}]{r.status.value}[/] {escape(r.problem)} · {escape(r.solution)} ({r.wall_s:.1f} s)")
     if r.message:

@@ -142,8 +142,9 @@ def compare_(problem: str = typer.Argument(..., metavar="PROBLEM", show_default=
              device: int = DeviceOpt,
              arch: Optional[str] = ArchOpt,
              budget: float = budget_opt(2.0, "Seconds of GPU time per shape for each solution.")) -> None:
-    """Check two solutions, then time them in one run, interleaved on the same inputs: per shape,
-    B against A is FASTER, SLOWER, SAME or AMBIGUOUS (docs/timing.md)."""
+    """Check two solutions, then time them in one run, interleaved on the same input buffers, each
+    batch checked as in `judge submit`: per shape, B against A is FASTER, SLOWER, SAME or AMBIGUOUS
+    (docs/timing.md)."""
     from judge.engine.compare import Compared, compare
     from judge.engine.run import Options
     from judge.engine.stats import TimingPolicy

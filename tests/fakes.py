@@ -19,8 +19,6 @@ import torch
 
 from judge.contract.report import Report
 from judge.contract.verdict import Status
-from judge.engine.buffers import Slots
-from judge.engine.compare import Interleaved
 from judge.engine.session import Options, Session
 from judge.engine.stats import TimingPolicy
 from judge.gpu import guard_regions, integrity
@@ -228,10 +226,21 @@ def cpu_session(problem, secret: int = 1, mode: str = "test", **opts) -> Session
     return s
 
 
-def pair_session(problem, workers, **opts) -> Session:
+def with_benchmarks(problem, *shapes: dict):
+    """`problem` with these benchmark shapes (small ones, for the CPU fakes)."""
+    import dataclasses
+
+    return dataclasses.replace(problem, spec=problem.spec.model_copy(update={"benchmarks": list(shapes)}))
+
+
+def pair_session(problem, workers, solvers: Sequence[dict] | None = None, **opts) -> Session:
     """A `cpu_session` for `judge compare`'s timing: `spawn` hands out `workers` in turn (A, B),
-    with the role and label asked for; torch is not started."""
+    with the role and label asked for; torch is not started. A worker without an `on` gets a
+    `CpuSolver` of the session (with `solvers[i]` as its arguments)."""
     s = cpu_session(problem, **opts)
+    for i, w in enumerate(workers):
+        if w.on is None:
+            w.on = CpuSolver(s, **(solvers[i] if solvers else {}))
     spawned = iter(workers)
 
     def spawn(role, torch=False, label=""):
@@ -250,11 +259,13 @@ class CpuSolver:
     each) write C = A + B (vector_add), or keep answering from a cache per slot (`cache=True`:
     stale once inputs are re-drawn); with a counter buffer, each call's check record follows
     (count and fingerprint right after the call; stamps `gap_ns` wider than the reported time).
-    `late(slot)` runs after a timed call's check: work that finished after its end event."""
+    `late(tensors)` runs after a timed call's check (work that finished after its end event), with
+    the call's A, B and C, and under "slack" their guard regions.
+    `unwritten`: the timed calls leave their outputs as the poison left them."""
 
     def __init__(self, s: Session, cache: bool = False, gap_ns: int = 2000,
-                 late: Callable[[dict], None] | None = None):
-        self.s, self.cache, self.gap_ns, self.late = s, cache, gap_ns, late
+                 late: Callable[[dict], None] | None = None, unwritten: bool = False):
+        self.s, self.cache, self.gap_ns, self.late, self.unwritten = s, cache, gap_ns, late, unwritten
         self.slots: list[list[dict]] = []
         self.outputs: list[list[dict]] = []
         self.counter: str | None = None
@@ -276,13 +287,16 @@ class CpuSolver:
                 self.next += 1
                 words = [self.poison(bufs[o["buf"]]) for o in self.outputs[k]]
                 start = clock.now()
-                self.solve(self.slots[k], k)
+                if not self.unwritten:
+                    self.solve(self.slots[k], k)
                 clock.t = end = start + int(worker.times(len(worker.asked), i) * 1e6) + self.gap_ns
                 if self.counter:
                     record_stamps(bufs[self.counter], i, start, end)
                     record_check(bufs[self.counter], i, [(bufs[o["buf"]], w) for o, w in zip(self.outputs[k], words)])
                 if self.late:
-                    self.late({n: b.tensor for n, b in zip(("A", "B", "C"), (bufs[x["buf"]] for x in self.slots[k]))})
+                    used = dict(zip(("A", "B", "C"), (bufs[x["buf"]] for x in self.slots[k])))
+                    slack = {n: b.slack for n, b in used.items()}
+                    self.late({**{n: b.tensor for n, b in used.items()}, "slack": slack})
 
     @staticmethod
     def poison(b) -> int | None:
@@ -300,20 +314,6 @@ class CpuSolver:
         c.copy_(a + b)
         if slot is not None:
             self.answers[slot] = c.clone()
-
-
-class FakeInterleaved(Interleaved):
-    """compare's timed phase with the GPU parts faked: three empty slots, and each re-check
-    recorded as (shape, the side that ran the last batch, slot)."""
-
-    def __init__(self, log: Log, rechecked: list | None = None):
-        self.log, self.rechecked = log, [] if rechecked is None else rechecked
-
-    def slots(self, s, j, w):
-        return Slots([{}, {}, {}], [], [[], [], []], [[], [], []])
-
-    def recheck(self, s, j, w, slots, k):
-        self.rechecked.append((j, [n for n, _ in self.log.batches][-1], k))
 
 
 QUICK = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)

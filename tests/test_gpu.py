@@ -67,6 +67,21 @@ def test_submit_vector_add_times_against_baseline():
     assert any(e.__class__.__name__ == "Timing" for e in events)
 
 
+def test_the_candidate_runs_in_a_pid_namespace_of_its_own_where_the_os_allows():
+    """As root (the GPU machine's judge), the candidate's worker is pid 2 of a namespace of its own
+    (judge/worker/native/confine.h): its CUDA context, the CUDA IPC buffers the parent exports from
+    the judge's namespace and the whole submit work there, and the report says so."""
+    from judge.sandbox import pidns
+
+    if why := pidns.refused():
+        pytest.skip(f"no pid namespace for the worker on this machine: {why}")
+    ref = ROOT / "reference_solutions" / "vector_add" / "02_float4.cu"
+    report, _ = judge("vector_add", ref, mode="submit", policy=TimingPolicy(budget_s=0.3),
+                      baseline_policy=TimingPolicy(budget_s=0.3))
+    assert report.status == Status.ACCEPTED, report.message
+    assert report.environment.pid_namespace and report.environment.confined
+
+
 def test_recheck_only_slots_that_timed_calls_reached():
     """Long calls may stop timing before every input slot has been called: the re-check must pick
     among the slots that hold a timed call's output (it once picked untouched slots, and the

@@ -134,6 +134,7 @@ class Environment(_M):
     peak_tflops: float | None = None
     peak_unit: str | None = None
     confined: bool = False  # the candidate's worker ran under the seccomp sandbox (JUDGE_CONFINE)
+    pid_namespace: bool = False  # ... in a pid namespace of its own (where the OS allows one: root)
 
 
 class Report(_M):

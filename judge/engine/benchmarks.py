@@ -14,7 +14,6 @@ and `evaluate()`, alone (judge/engine/run.py's `default_phases`).
 """
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,7 +39,6 @@ from judge.worker.protocol import MAX_CALLS_PER_BATCH
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
 
-RECHECK_SLOTS = 2  # `judge compare`: timed outputs re-checked per shape and side (`recheck_sample`)
 # A median below this fraction of the roofline floor is REJECTED. Not 1: the floor's peaks are
 # the best a copy and cuBLAS were seen to do, and correct kernels come near or past them
 # (cross_entropy's model answer reads at 102.5% of the copy bandwidth: read-only streams beat a
@@ -108,7 +106,7 @@ class TimedPhase:
         yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: preparing inputs")
         guards.gate(s, f"benchmark {wid}")
         slots = buffers.make_slots(s, j, w)
-        counts = guards.counter(s, f"bench{j}", MAX_CALLS_PER_BATCH)
+        counts = guards.counter(s, records_tag(j, s.candidate), MAX_CALLS_PER_BATCH)
         buffers.map_slots(s, s.candidate, slots, counts)
         tel_before = device.telemetry(s.require_gpu().index)
         before = yield from self.time_baselines(s, wid, "before", slots)
@@ -163,22 +161,24 @@ class TimedPhase:
                                          after_warmup=fresh.after_warmup)
             return stats, fresh.finish(), checks.excess_ms
         except InputsModified as e:
-            raise RunFailure(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
-                             "inputs are read-only") from None
+            raise inputs_modified(e, wid) from None
 
     def batch_guards(self, s: Session, j: int, w: Workload, slots: Slots, counts: Buffer,
                      checks: BatchChecks | None = None) -> FreshBatches:
-        """The parent's guards around each of the candidate's batches (judge/engine/fresh.py): the
-        records, stamps, fingerprints and guard regions of `checks` (judge/engine/batch_checks.py),
-        and the stash its re-check keeps calls in (judge/engine/stash.py)."""
+        """The parent's guards around each batch of one worker (the candidate's, or `checks.worker`:
+        `judge compare` guards each side so) (judge/engine/fresh.py): the records (`counts`, that
+        worker's own), stamps, fingerprints and guard regions of `checks`
+        (judge/engine/batch_checks.py), and the stash its re-check keeps calls in
+        (judge/engine/stash.py)."""
         wid = workload_id(w)
         checks = checks or BatchChecks(s, s.candidate, w, slots, counts)
+        tag = records_tag(j, checks.worker)
         return FreshBatches(len(slots.bufs),
-                            redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d),
+                            redraw=lambda ids, d: redraw_slots(s, j, w, slots, ids, d, tag),
                             changed=lambda ids: inputs_changed(s, slots, ids),
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
                             zero=checks.start, verify=checks.verify,
-                            reservoir=Stash(s, j, w, slots).reservoir())
+                            reservoir=Stash(s, j, w, slots, tag).reservoir())
 
     def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,
              **hooks) -> Generator[Event, None, Stats]:
@@ -217,12 +217,14 @@ def sandwich(s: Session, before: dict[str, Stats], after: dict[str, Stats], stat
     return out
 
 
-def redraw_slots(s: Session, j: int, w: Workload, slots: Slots, ids: list[int], draw: int) -> None:
+def redraw_slots(s: Session, j: int, w: Workload, slots: Slots, ids: list[int], draw: int,
+                 tag: str | None = None) -> None:
     """Fresh inputs in the slots `ids` before a timed batch whose calls use each slot once, and the
     checksums that the batch's calls must leave unchanged (judge/engine/guards.py), taken for all
-    the slots at once."""
+    the slots at once. `tag` (`records_tag`: the timed worker's) names the draws, so that two
+    workers timed on the same slots (`judge compare`) never get the same inputs."""
     for k in ids:
-        slots.tags[k] = f"bench{j}.{k}.draw{draw}"
+        slots.tags[k] = f"{tag or f'bench{j}'}.{k}.draw{draw}"
         guards.redraw(s, w, slots.bufs[k], slots.tags[k], workload_id(w))
     sums = guards.checksums_of(s, [guards.inputs_of(s, slots.bufs[k]) for k in ids], workload_id(w))
     for k, digest in zip(ids, sums):
@@ -238,20 +240,12 @@ def inputs_changed(s: Session, slots: Slots, ids: list[int]) -> str:
     return ""
 
 
-def recheck(s: Session, w: Workload, slots: Slots, k: int) -> None:
-    """Check slot `k`'s output (of its last timed call) against the reference, while its inputs are
-    in place (`judge compare`); a wrong one goes into the report's tests as evidence."""
-    wid = workload_id(w)
-    with guards.memory(s, f"the reference outputs of {wid}"):
-        expected = buffers.reference(s, slots.tags[k], w, slots.bufs[k])
-    case = buffers.check(s, w, slots.bufs[k], expected)
-    del expected
-    if not case.passed:
-        case.workload += f" (timed call, slot {k})"
-        s.report.tests.append(case)
-        raise RunFailure(Status.WRONG_ANSWER, f"a timed call's output is wrong on {wid}")
+def records_tag(j: int, worker: Worker) -> str:
+    """The name under which benchmark `j` keeps `worker`'s check records and stash: one set per
+    timed worker (`judge compare`'s sides are labelled; a submit run's candidate is not)."""
+    return f"bench{j}" + (f".{worker.label}" if worker.label else "")
 
 
-def recheck_sample(n_slots: int) -> list[int]:
-    """RECHECK_SLOTS distinct slots at random (fewer when there are fewer slots)."""
-    return secrets.SystemRandom().sample(range(n_slots), min(RECHECK_SLOTS, n_slots))
+def inputs_modified(e: InputsModified, wid: str) -> RunFailure:
+    return RunFailure(Status.REJECTED, f"solve() modified its input {e} during the timed calls on {wid}: "
+                      "inputs are read-only")

@@ -115,11 +115,12 @@ class Slots:
     stash: int = 1  # timed calls the re-check keeps (judge/engine/reservoir.py); its memory is left free
 
 
-def make_slots(s: Session, j: int, w: Workload) -> Slots:
+def make_slots(s: Session, j: int, w: Workload, stashes: int = 1) -> Slots:
     """Benchmark `j`'s input sets: up to MAX_SLOTS, as many as fit in 40% of free memory beside the
-    re-check's stash (its kept calls' outputs and a scratch set, `reservoir.fit`)."""
+    re-check's stashes (each its kept calls' outputs and a scratch set, `reservoir.fit`; one per
+    worker timed on the slots: `judge compare` times two)."""
     free, _ = s.torch.cuda.mem_get_info()
-    n_slots, stash = fit(SLOTS_MEMORY_FRACTION * free, nbytes(s, w), nbytes(s, w, outputs=True), MAX_SLOTS)
+    n_slots, stash = fit(SLOTS_MEMORY_FRACTION * free, nbytes(s, w), stashes * nbytes(s, w, outputs=True), MAX_SLOTS)
     tags = [f"bench{j}.{k}" for k in range(n_slots)]
     slots = []
     for tag in tags:

@@ -5,8 +5,12 @@ Both are built in one ninja run and checked on the test workloads by the pipelin
 benchmark shape, both workers map the same input slots and are timed interleaved: after each
 one's warm-up, batches alternate A B, B A, A B, ... (the same L2 flush, poisoning, rest, per-call
 deadline and statistic, one sample per batch, as `judge submit`: judge/engine/timing.py's `Timer`),
-until each target's stopping rule says stop. Each
-target's outputs are then re-checked (one more batch over every slot, two slots checked).
+until each target's stopping rule says stop. Each side's batches are guarded as the candidate's
+are in `judge submit` (judge/engine/benchmarks.py's `batch_guards`: fresh inputs drawn into the
+slots its batch will use just before it, completeness counts, GPU stamps, fingerprints after the
+end event, guard regions, input checksums, a stashed call after every batch), each with its own
+check records and stash; once both are timed, each side's stashed calls are re-checked and its
+median held against the roofline floor. A failure is blamed on its side (`failed`: "A" or "B").
 The verdict per shape is `score.compare_verdict` (docs/timing.md): FASTER / SLOWER / SAME /
 AMBIGUOUS, of B against A.
 
@@ -21,6 +25,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,8 +35,11 @@ from judge.build.toolchain import Prepared
 from judge.contract.events import CaseDone, Event, Finished, Stage, Timing
 from judge.contract.report import Environment, Report, Stats, TestCase
 from judge.contract.verdict import Status
-from judge.engine import benchmarks, buffers
+from judge.engine import buffers, guards
+from judge.engine.batch_checks import BatchChecks
+from judge.engine.benchmarks import TimedPhase, inputs_modified, records_tag
 from judge.engine.buffers import Slots
+from judge.engine.fresh import FreshBatches, InputsModified
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import CANDIDATE, Worker, blame, impossible_time
 from judge.engine.run import evaluate
@@ -41,8 +49,10 @@ from judge.engine.timing import ImpossibleTime, Timer
 from judge.gpu import device
 from judge.problem.spec import Problem, Workload, workload_id
 from judge.worker.client import WorkerFailure
+from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
 LABELS = ("A", "B")
+T = TypeVar("T")
 
 
 class _M(BaseModel):
@@ -57,6 +67,8 @@ class ShapeComparison(_M):
     ratio_low: float  # the ratio's interval from the two CIs (B low / A high, B high / A low)
     ratio_high: float
     verdict: CompareVerdict  # B against A
+    a_rechecked: int = 0  # timed calls of each side re-checked against the reference (its stash)
+    b_rechecked: int = 0
 
 
 class Comparison(_M):
@@ -166,67 +178,90 @@ def time_pair(s: Session, built: list[Prepared], result: Comparison,
 
 
 def start_pair(s: Session, built: list[Prepared]) -> list[Worker]:
-    """A candidate worker per side, labelled A and B, each with its library loaded."""
+    """A candidate worker per side, labelled A and B, each with its library loaded. The device's
+    peaks (the roofline floor) are read before either worker exists, as `judge submit` does
+    (judge/engine/run.py's `start_workers` and `preload`), measured only when not cached."""
     s.gpu = next((g for g in device.gpus() if g.index == s.opts.device), None)
     if s.gpu is None:
         raise RunFailure(Status.INTERNAL_ERROR, "the GPU went away between the tests and the timing")
+    if s.peaks is None:
+        s.peaks = device.cached_peaks(s.gpu)
     pair = [s.spawn(CANDIDATE, label=label) for label in LABELS]
     s.start_torch()
+    if s.peaks is None:
+        s.peaks = device.peaks(s.gpu)
     for w, r in zip(pair, built):
         s.load(w, r.load)
     return pair
 
 
+@dataclass
+class Side:
+    """One side's timing on a shape: its worker, the guards of its batches (`judge submit`'s, with
+    its own check records and stash) and its timer."""
+
+    worker: Worker
+    fresh: FreshBatches
+    timer: Timer
+
+
 class Interleaved:
-    """compare's timed phase on one shape: shared slots, both sides timed in turn, then re-checked.
-    `slots` and `recheck` are the engine's parts (judge/engine/buffers.py, benchmarks.py)."""
+    """compare's timed phase on one shape: shared slots; each side guarded batch by batch as the
+    candidate of `judge submit` is (`phase`'s `batch_guards`, judge/engine/benchmarks.py), both timed
+    in turn; then each side's stash re-checked and its median held against the roofline floor
+    (`phase.floor`). Every failure is blamed on the side whose batch or check it was."""
+
+    def __init__(self, phase: TimedPhase | None = None):
+        self.phase = phase or TimedPhase()
 
     def shape(self, s: Session, j: int, w: Workload, pair: list[Worker]) -> Generator[Event, None, ShapeComparison]:
         wid = workload_id(w)
         yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: preparing inputs")
-        slots = self.slots(s, j, w)
-        for wk in pair:
-            buffers.map_slots(s, wk, slots)
-        timers = [Timer(wk, s.opts.policy, s.problem.spec.timeout_s) for wk in pair]
-        for t in timers:
-            guarded(t, wid, t.warm_up)
+        guards.gate(s, f"benchmark {wid}")
+        slots = buffers.make_slots(s, j, w, stashes=len(pair))
+        sides = [self.side(s, j, w, slots, wk) for wk in pair]
+        for x in sides:
+            guarded(x.worker, wid, x.timer.warm_up)
+            x.fresh.after_warmup()
         yield Timing(wid, "A and B, interleaved", 0)
-        for n in interleave(timers, lambda t: guarded(t, wid, t.step)):
+        for n in interleave([x.timer for x in sides], lambda t: guarded(t.worker, wid, t.step)):
             yield Timing(wid, "A and B, interleaved", n)
-        stats = [t.stats() for t in timers]
-        for t in timers:
-            self.check_outputs(s, j, w, slots, t)
+        stats = [x.timer.stats() for x in sides]
+        checked = [guarded(x.worker, wid, x.fresh.finish) for x in sides]
+        if s.peaks is None:
+            raise RunFailure(Status.INTERNAL_ERROR, "the device's peaks were not read before the candidates started")
+        peaks = s.peaks
+        for x, st in zip(sides, stats):
+            guarded(x.worker, wid, partial(self.phase.floor, s, w, st, peaks))
         buffers.unmap(s, pair)
         ratio, low, high = ratio_interval(stats[1], stats[0])
         return ShapeComparison(workload=wid, a=stats[0], b=stats[1], ratio=ratio, ratio_low=low,
-                               ratio_high=high, verdict=compare_verdict(stats[1], stats[0]))
+                               ratio_high=high, verdict=compare_verdict(stats[1], stats[0]),
+                               a_rechecked=checked[0], b_rechecked=checked[1])
 
-    def check_outputs(self, s: Session, j: int, w: Workload, slots: Slots, timer: Timer) -> None:
-        """Every slot gets this target's output (one more batch, split as the deadline needs: `fit`),
-        two are checked."""
-        left = len(slots.bufs)
-        while left:
-            k = timer.fit(left)
-            guarded(timer, workload_id(w), partial(timer.batch, k))
-            left -= k
-        try:
-            for k in benchmarks.recheck_sample(len(slots.bufs)):
-                self.recheck(s, j, w, slots, k)
-        except RunFailure as f:
-            raise blame(timer.worker, f) from None
-
-    def slots(self, s: Session, j: int, w: Workload) -> Slots:
-        return buffers.make_slots(s, j, w)
-
-    def recheck(self, s: Session, j: int, w: Workload, slots: Slots, k: int) -> None:
-        benchmarks.recheck(s, w, slots, k)
+    def side(self, s: Session, j: int, w: Workload, slots: Slots, worker: Worker) -> Side:
+        """`worker` mapped onto the shared slots with check records of its own, and its guarded timer."""
+        counts = guards.counter(s, records_tag(j, worker), MAX_CALLS_PER_BATCH)
+        buffers.map_slots(s, worker, slots, counts)
+        checks = BatchChecks(s, worker, w, slots, counts)
+        fresh = self.phase.batch_guards(s, j, w, slots, counts, checks)
+        timer = Timer(worker, s.opts.policy, s.problem.spec.timeout_s, before_batch=fresh.before,
+                      after_batch=fresh.after, max_k=len(slots.bufs))
+        return Side(worker, fresh, timer)
 
 
-def guarded(timer: Timer, wid: str, fn: Callable[[], object]) -> None:
-    """A step of `timer`; a failure blamed on its worker's side."""
+def guarded(worker: Worker, wid: str, fn: Callable[[], T]) -> T:
+    """A step of `worker`'s side (a batch and the parent's checks after it, a re-check, the floor);
+    a failure blamed on that side. A RunFailure that names its side already is passed on as it is."""
     try:
-        fn()
+        return fn()
     except WorkerFailure as f:
-        raise blame(timer.worker, f) from None
+        raise blame(worker, f) from None
     except ImpossibleTime as e:
-        raise impossible_time(timer.worker, wid, e) from None
+        raise impossible_time(worker, wid, e) from None
+    except InputsModified as e:
+        raise blame(worker, inputs_modified(e, wid)) from None
+    except RunFailure as f:
+        if f.culprit is not None:
+            raise
+        raise blame(worker, f) from None

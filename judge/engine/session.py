@@ -163,12 +163,13 @@ class Session:
 
     def load(self, worker: Worker, load: dict, what: str = "loading the library", timeout_s: float = 30) -> None:
         """Start-up, then `init` with the problem's parameters and the library (or baseline) to load.
-        A candidate's worker confines itself at `init` (judge/worker/client.py); the report says
-        whether it did."""
+        A candidate's worker confines itself at `init` (judge/worker/client.py), in a pid namespace
+        of its own where the OS gave it one at start-up; the report says whether it did both."""
         self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
         self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
         if worker.role == CANDIDATE:
             self.report.environment.confined = bool(getattr(worker, "confined", False))
+            self.report.environment.pid_namespace = getattr(worker, "pid_namespace", False) is True
 
     # -- the parent's CUDA ------------------------------------------------------------------------
     def start_torch(self) -> None:

@@ -28,12 +28,15 @@ class Stash:
     """`slots.stash` kept entries and a scratch one, each a set of the shape's outputs; `copy` and
     `check` are a `Reservoir`'s callbacks (`reservoir()`)."""
 
-    def __init__(self, s: Session, j: int, w: Workload, slots: Slots):
+    def __init__(self, s: Session, j: int, w: Workload, slots: Slots, tag: str | None = None):
+        """`tag` names the entries' buffers (default `bench{j}`; one stash per timed worker:
+        judge/engine/benchmarks.py's `records_tag`)."""
         self.s, self.w, self.slots = s, w, slots
         self.wid = workload_id(w)
+        tag = tag or f"bench{j}"
         with guards.memory(s, f"the re-check's stash of {self.wid}"):
             self.entries: list[dict[str, Buffer]] = [
-                {p.name: s.device_buffers().alloc(f"bench{j}#stash{e}:{p.name}", p.ctype.element.dtype,  # type: ignore[union-attr]
+                {p.name: s.device_buffers().alloc(f"{tag}#stash{e}:{p.name}", p.ctype.element.dtype,  # type: ignore[union-attr]
                                                   s.problem.shape_of(p.name, w)) for p in s.problem.outputs}
                 for e in range(slots.stash + 1)]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from judge.build import toolkit
 from judge.gpu import device
-from judge.sandbox import seccomp
+from judge.sandbox import pidns, seccomp
 
 
 @dataclass
@@ -55,6 +55,11 @@ def diagnose() -> list[Finding]:
                        "to judge without the sandbox"))
     out.append(_numpy())
     out.append(_ncu())
+    no_pidns = pidns.refused()
+    out.append(Finding("pid namespace", no_pidns is None,
+                       "the candidate's worker gets a pid namespace of its own" if no_pidns is None else
+                       f"none for the candidate's worker ({no_pidns}): it runs in its process group only",
+                       "" if no_pidns is None else "judge as root for a pid namespace per worker", required=False))
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
     out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
     out.append(_docker())

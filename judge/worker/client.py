@@ -31,7 +31,7 @@ from pathlib import Path
 
 from judge import paths
 from judge.sandbox import parent, seccomp
-from judge.sandbox.memwatch import MemoryWatch, default_limit
+from judge.sandbox.memwatch import MemoryWatch, default_limit, descendants
 from judge.worker import native_build, protocol
 from judge.worker.protocol import Op
 
@@ -39,7 +39,8 @@ LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, 
 LOG_TAIL_BYTES = 4000
 CPU_LIMIT_S = 3600  # RLIMIT_CPU: a backstop; every request has its own (much shorter) deadline
 EXTRA_TASKS = 4096  # RLIMIT_NPROC: this user's processes and threads now, plus this many
-KILLED: set[int] = set()  # pids of workers this process killed: judge/gpu/health.py waits for their memory
+KILLED: set[int] = set()  # pids of workers this process killed, and of what they started: judge/gpu/health.py
+#                           waits for their memory (a worker in its own pid namespace holds its context in a child)
 MEMORY_ENV = paths.ENV_WORKER_MEMORY_GB  # the worker's host-memory limit (default: judge/sandbox/memwatch.py)
 CONFINE_ENV = paths.ENV_CONFINE  # "0": candidates run without the seccomp filter
 
@@ -115,6 +116,8 @@ class WorkerProcess:
             env["PYTHONPATH"] = str(paths.CODE_ROOT)
             env["PYTHONUNBUFFERED"] = "1"
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
+        if not torch and os.environ.get(protocol.ENV_PID_NAMESPACE, "").strip() == "0":
+            env[protocol.ENV_PID_NAMESPACE] = "0"  # no pid namespace of its own (judge/worker/native/confine.h)
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(
@@ -134,13 +137,25 @@ class WorkerProcess:
         self.buffer = b""  # an incomplete line
         self.lines: deque[bytes] = deque()  # complete lines not yet read
         self.started = time.perf_counter()
+        # Whether the native worker runs in a pid namespace of its own, and its pid as it sees it
+        # (its filter's "itself"): said by its ready reply, before any of the submission's code runs.
+        self.pid_namespace = False
+        self.own_pid = self.proc.pid
+        self.pids = {self.proc.pid}  # its process tree once it is ready (the context's owner among them)
         try:  # 33 bytes into an empty pipe; a worker gone already fails in wait_ready (no nonce: exit 2)
             os.write(self.stdin_fd, (self.nonce + "\n").encode())
         except OSError:
             pass
 
     def wait_ready(self, timeout_s: float = 120.0) -> dict:
-        return self._reply(time.perf_counter() + timeout_s, timeout_s, "starting the worker")
+        """The ready reply. The native worker's says whether it runs in a pid namespace of its own
+        (judge/worker/native/confine.h) and its pid there: the judge's own code wrote it, before the
+        submission's library is loaded."""
+        msg = self._reply(time.perf_counter() + timeout_s, timeout_s, "starting the worker")
+        self.pids |= descendants(self.proc.pid)
+        if msg.get("pid_namespace") is True and isinstance(msg.get("pid"), int):
+            self.pid_namespace, self.own_pid = True, msg["pid"]
+        return msg
 
     def request(self, op: Op, timeout_s: float, what: str, on_progress=None, **args) -> dict:
         deadline = time.perf_counter() + timeout_s
@@ -159,7 +174,7 @@ class WorkerProcess:
             self.kill()
             raise WorkerFailure("sandbox", f"{what}: this machine cannot confine the candidate's worker: "
                                 f"{self.unconfinable} (set {CONFINE_ENV}=0 to judge without the sandbox)")
-        return seccomp.program(self.proc.pid, learn=bool(self.learn)).hex()  # its own pid: no pid namespace
+        return seccomp.program(self.own_pid, learn=bool(self.learn)).hex()  # its pid as it sees it
 
     # -- the channel --------------------------------------------------------------------------------
     def _send(self, data: bytes, deadline: float, timeout_s: float, what: str) -> None:
@@ -285,13 +300,16 @@ class WorkerProcess:
             return ""
 
     def kill(self) -> None:
-        """Kill the worker's whole session: it and anything it started, even after it exited."""
+        """Kill the worker's whole session: it and anything it started, even after it exited. Every
+        pid of its tree (as it was when ready, and now) goes into KILLED: the CUDA context of a worker
+        in its own pid namespace belongs to the grandchild of the process started here, and NVML
+        lists that one."""
         self.memory.stop()
+        KILLED.update(self.pids | descendants(self.proc.pid))
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        KILLED.add(self.proc.pid)
         self.proc.wait()
         if self.proc.stdin:
             self.proc.stdin.close()

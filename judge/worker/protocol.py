@@ -71,6 +71,7 @@ POISON_BYTES = (*range(0x40, 0x80), *range(0xC0, 0x100))
 
 # -- the result channel ------------------------------------------------------------------------------
 ENV_FD = paths.ENV_WORKER_FD
+ENV_PID_NAMESPACE = paths.ENV_PID_NAMESPACE  # "0": the native worker asks for no pid namespace
 NONCE_HEX = 32  # lowercase hex digits of a nonce
 NONCE = re.compile(rf"[0-9a-f]{{{NONCE_HEX}}}")
 REPLY_CAP_BYTES = 1 << 20  # one reply line; the largest real one (1000 times) is ~25 KB
@@ -84,8 +85,8 @@ ERROR_TEXT_CHARS = 4000  # the worker cuts an error's text to this (a reply stay
 ERROR_KINDS = ("cuda", "python", "os", "native")
 # The type of each field the parent reads (a list's items: numbers); other fields are not read.
 FIELD_TYPES: dict[str, type] = {
-    "nonce": str, "ok": bool, "ready": bool, "pid": int, "calls": int, "times_ms": list, "error": dict,
-    "host_ms": list, "held": bool, "crowded": int, "late": int}
+    "nonce": str, "ok": bool, "ready": bool, "pid": int, "pid_namespace": bool, "calls": int, "times_ms": list,
+    "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int}
 
 
 def worker_channel() -> tuple[TextIO, str]:

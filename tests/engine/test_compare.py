@@ -6,7 +6,7 @@ import math
 
 import pytest
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
-from fakes import GPU, FakeInterleaved, FakeWorker, Log, pair_session
+from fakes import GPU, FakeWorker, Log, pair_session, with_benchmarks
 from typer.testing import CliRunner
 
 import cli.tools_cmd  # noqa: F401  (registers `judge compare`)
@@ -158,35 +158,64 @@ def test_interleave_propagates_a_step_failure():
 
 # -- the interleaved run, GPU parts faked -----------------------------------------------------------
 
-def interleaved(monkeypatch, workers, rechecked, log):
-    """Runs compare's timing (`time_pair`) of vector_add on `workers` (A, B); returns the result."""
-    from judge.gpu import device
+def small_vector_add():
+    """vector_add with benchmark shapes small enough for the CPU fakes."""
     from judge.problem import spec
 
-    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    return with_benchmarks(spec.load_problem(PROBLEMS_DIR / "vector_add"), {"n": 1000}, {"n": 4099})
+
+
+def interleaved(monkeypatch, workers, solvers=None, problem=None):
+    """Runs compare's timing (`time_pair`) of a small vector_add on `workers` (A, B), each solving on
+    the session's CPU buffers (tests/fakes.py's CpuSolver, with `solvers[i]`); returns the result."""
+    from judge.gpu import device
+
+    p = problem or small_vector_add()
     result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
     policy = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
     built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
     monkeypatch.setattr(device, "gpus", lambda: [GPU])
-    list(comparing.time_pair(pair_session(p, workers, policy=policy), built, result, FakeInterleaved(log, rechecked)))
+    s = pair_session(p, workers, solvers, policy=policy)
+    list(comparing.time_pair(s, built, result))
     return result
 
 
 def test_interleaved_run_times_both_on_every_shape_and_rechecks_each(monkeypatch):
-    log, rechecked = Log(), []
+    log = Log()
     a, b = FakeWorker(0.002, name="A", log=log), FakeWorker(0.001, name="B", log=log)
-    result = interleaved(monkeypatch, [a, b], rechecked, log)
+    result = interleaved(monkeypatch, [a, b])
     assert result.status == Status.ACCEPTED and result.failed is None, result.message
-    assert [s.workload for s in result.shapes] == ["n=33554432", "n=268435456"]
+    assert [s.workload for s in result.shapes] == ["n=1000", "n=4099"]
     assert all(s.verdict == "FASTER" and s.ratio == pytest.approx(0.5) for s in result.shapes)
     assert a.ops[0] == "init" and a.ops.count("map") == 2 and a.ops.count("unmap") == 2
-    # after the timing, each target runs one batch over all 3 slots and 2 of them are re-checked right then
-    assert [(j, t) for j, t, _ in rechecked] == [(0, "A"), (0, "A"), (0, "B"), (0, "B"), (1, "A"), (1, "A"),
-                                                 (1, "B"), (1, "B")]
-    for i in range(0, 8, 2):
-        assert rechecked[i][2] != rechecked[i + 1][2] and {rechecked[i][2], rechecked[i + 1][2]} <= {0, 1, 2}
-    assert ("A", 3) in log.batches and ("B", 3) in log.batches
+    # each side's stash was re-checked on every shape (every batch stashes a call; up to 8 are kept)
+    assert all(s.a_rechecked >= 3 and s.b_rechecked >= 3 for s in result.shapes), result.shapes
+    order = [n for n, _ in log.batches]
+    assert "A" in order and "B" in order and max(k for _, k in log.batches) <= 8  # at most a call per slot
     assert a.closed and b.closed
+
+
+def test_each_side_has_its_own_records_and_its_own_draws(monkeypatch):
+    """The sides share the input slots but not their check records, nor their draws: no timed
+    batch of A's or B's gets inputs drawn under a tag any other batch's were drawn under (a
+    stashed call's re-check draws its call's tag again)."""
+    from judge.engine import guards
+
+    tags: list[str] = []
+    redraw = guards.redraw
+
+    def spy(s, w, bufs, tag, where):
+        tags.append(tag)
+        return redraw(s, w, bufs, tag, where)
+
+    monkeypatch.setattr(guards, "redraw", spy)
+    a, b = FakeWorker(0.002), FakeWorker(0.001)
+    result = interleaved(monkeypatch, [a, b])
+    assert result.status == Status.ACCEPTED, result.message
+    assert a.on.counter == "bench1.A#completeness" and b.on.counter == "bench1.B#completeness"  # the last shape's
+    rechecked = sum(s.a_rechecked + s.b_rechecked for s in result.shapes)
+    assert len(set(tags)) > 10 and len(tags) - len(set(tags)) == rechecked  # only a re-check draws a tag again
+    assert {t.split(".")[1] for t in tags} == {"A", "B"}  # bench0.A.3.draw5: side, slot, draw
 
 
 def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
@@ -195,7 +224,7 @@ def test_interleaved_run_blames_the_worker_that_failed(monkeypatch):
     a = FakeWorker(0.001, name="A", log=log)
     b = FakeWorker(0.001, name="B", log=log, fail=lambda op, w: crash if op == "time_batch" and len(log.batches) >= 6
                    else None)
-    result = interleaved(monkeypatch, [a, b], [], log)
+    result = interleaved(monkeypatch, [a, b])
     assert result.status == Status.RUNTIME_ERROR and result.message.startswith("B: ")
     assert "SIGSEGV" in result.message and result.failed == "B"
     assert result.shapes == [] and a.closed and b.closed

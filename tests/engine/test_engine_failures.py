@@ -10,13 +10,13 @@ from fakes import (
     PEAKS,
     QUICK,
     CpuSolver,
-    FakeInterleaved,
     FakeWorker,
     Log,
     cpu_session,
     drive,
     fails_on,
     pair_session,
+    with_benchmarks,
 )
 
 from judge.contract.report import Telemetry
@@ -218,13 +218,16 @@ def test_baseline_impossible_time_is_an_internal_error(vector_add):
 
 # -- judge compare's A and B ------------------------------------------------------------------------
 
-def compare_run(monkeypatch, vector_add, a, b):
+def compare_run(monkeypatch, vector_add, a, b, solvers=None, policy=QUICK):
+    """compare's timing of `a` and `b` (each solving on the CPU: fakes.CpuSolver, with `solvers[i]`)
+    on vector_add's small shapes; the Comparison."""
     log = Log()
     a.name, a.log, b.name, b.log = "A", log, "B", log
     monkeypatch.setattr(device, "gpus", lambda: [GPU])
-    result = Comparison(problem=vector_add.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
+    problem = with_benchmarks(vector_add, {"n": 1000}, {"n": 4099})
+    result = Comparison(problem=problem.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
     built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
-    list(comparing.time_pair(pair_session(vector_add, [a, b], policy=QUICK), built, result, FakeInterleaved(log)))
+    list(comparing.time_pair(pair_session(problem, [a, b], solvers, policy=policy), built, result))
     return result
 
 
@@ -242,30 +245,84 @@ def test_compare_blames_the_side_that_failed(monkeypatch, vector_add, kind, side
     assert a.closed and b.closed
 
 
-def test_compare_blames_an_impossible_time_and_a_wrong_timed_output(monkeypatch, vector_add):
+def test_compare_blames_an_impossible_time(monkeypatch, vector_add):
     result = compare_run(monkeypatch, vector_add, FakeWorker(), FakeWorker(10_000.0))
     assert result.status == Status.REJECTED and result.failed == "B" and result.message.startswith("B: impossible time")
 
-    class Wrong(FakeInterleaved):
-        def recheck(self, s, j, w, slots, k):
-            if self.log.batches[-1][0] == "A":
-                raise RunFailure(Status.WRONG_ANSWER, "a timed call's output is wrong on n=1")
 
-    log = Log()
-    monkeypatch.setattr(device, "gpus", lambda: [GPU])
-    result = Comparison(problem=vector_add.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
-    a, b = FakeWorker(name="A", log=log), FakeWorker(name="B", log=log)
-    built = [type("B", (), {"load": {"lib": "/x/l.so"}})()] * 2
-    list(comparing.time_pair(pair_session(vector_add, [a, b], policy=QUICK), built, result, Wrong(log)))
-    assert (result.status, result.failed) == (Status.WRONG_ANSWER, "A")
-    assert result.message == "A: a timed call's output is wrong on n=1"
+def _late_input(t):
+    t["A"][0] += 1.0  # after the call's check: an input changed by the timed call
+
+
+def _late_output(t):
+    t["C"][0] += 1.0  # after the call's check: work finished outside the timed window
+
+
+def _past_the_end(t):
+    t["slack"]["C"][100] ^= 0xFF  # 101 bytes past the end of C
+
+
+WARM = TimingPolicy(min_samples=5, warmup_ms=0.02, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
+# what a side's CpuSolver does wrong -> (its worker's time per call, the policy, status, how the message goes on)
+CHEATS = {
+    "incomplete": ({"unwritten": True}, 0.002, QUICK, Status.REJECTED,
+                   "output not complete when solve() returned on a timed call on n=1000: "),
+    "modified input": ({"late": _late_input}, 0.002, QUICK, Status.REJECTED,
+                       "solve() modified its input A (input slot "),
+    "changed after the end event": ({"late": _late_output}, 0.002, QUICK, Status.REJECTED,
+                                    "solve()'s outputs changed after its end event on n=1000: "),
+    "write past the end": ({"late": _past_the_end}, 0.002, QUICK, Status.REJECTED,
+                           "solve() wrote past the end of C (101 bytes after it) on n=1000 (input slot "),
+    "impossible stamps": ({"gap_ns": 200_000}, 0.002, QUICK, Status.REJECTED,
+                          "the worker's reported times disagree with the judge's GPU timestamps on n=1000: "),
+    "stale cached answers": ({"cache": True}, 0.002, WARM, Status.WRONG_ANSWER,
+                             "a timed call's output is wrong on n=1000"),
+    "under the roofline floor": ({}, 1e-9, QUICK, Status.REJECTED, "impossible time on n=1000: the median"),
+}
+
+
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_compare_guards_each_sides_batches_as_submit_does(monkeypatch, vector_add, cheat, side):
+    """A side whose timed batches fail one of `judge submit`'s per-batch checks (the completeness
+    count, the input checksums, the fingerprint after the end event, the guard regions, the GPU
+    stamps, the stash's re-check) or the roofline floor gets the status submit gives, blamed on
+    that side, whichever side it is and whichever goes first."""
+    solver, ms, policy, status, text = CHEATS[cheat]
+    bad, good = FakeWorker(ms), FakeWorker(0.002)
+    a, b = (bad, good) if side == "A" else (good, bad)
+    solvers = [solver, {}] if side == "A" else [{}, solver]
+    result = compare_run(monkeypatch, vector_add, a, b, solvers, policy)
+    assert (result.status, result.failed) == (status, side), result.message
+    assert result.message.startswith(f"{side}: {text}"), result.message
+    assert result.shapes == [] and a.closed and b.closed
+    if status is Status.WRONG_ANSWER:  # the evidence: the wrong stashed call, against the reference
+        assert result.evidence and not result.evidence[-1].passed and "timed call" in result.evidence[-1].workload
 
 
 def test_compare_timer_failure_through_guarded():
     t = Timer(FakeWorker(label="B", fail=fails_on("time_batch", failure("timeout"))), QUICK, 1.0)
     with pytest.raises(RunFailure) as info:
-        comparing.guarded(t, "n=7", t.warm_up)
+        comparing.guarded(t.worker, "n=7", t.warm_up)
     assert (info.value.status, info.value.culprit) == (Status.TIMEOUT, "B")
+
+
+def test_guarded_names_the_side_once():
+    """A failure found by the parent's checks (unlabelled) gets the side's name; one that names its
+    side already (BatchChecks blames its own worker) is passed on unchanged."""
+    w = FakeWorker(label="A")
+
+    def fails(f):
+        def run():
+            raise f
+        return run
+
+    with pytest.raises(RunFailure) as info:
+        comparing.guarded(w, "n=7", fails(RunFailure(Status.REJECTED, "output not complete")))
+    assert (info.value.message, info.value.culprit) == ("A: output not complete", "A")
+    with pytest.raises(RunFailure) as info:
+        comparing.guarded(w, "n=7", fails(RunFailure(Status.REJECTED, "A: stamps", culprit="A")))
+    assert info.value.message == "A: stamps"
 
 
 # -- the parent's guards ----------------------------------------------------------------------------

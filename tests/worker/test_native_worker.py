@@ -9,7 +9,9 @@
   preloaded): the whole protocol, the seccomp filter and the privilege drop of `init`, the order of
   the timed call's steps and the check records' layout (nvcc and gcc);
 - the confinement's self-test mode: a refused system call kills by SIGSYS, naming it, and a thread
-  started before the filter has it too (TSYNC).
+  started before the filter has it too (TSYNC);
+- the pid namespace of its own (where this machine allows one): pid 2 under a waiting pid 1, killed
+  with its top process, its end passed up unchanged; without one where the OS refuses.
 """
 from __future__ import annotations
 
@@ -105,6 +107,7 @@ def test_the_header_carries_the_protocols_constants():
                         ("COMMAND_CAP_BYTES", protocol.REQUEST_CAP_BYTES)):
         assert re.search(rf"#define JUDGE_{name} {value}\b", h), name
     assert f'#define JUDGE_ENV_FD "{paths.ENV_WORKER_FD}"' in h
+    assert f'#define JUDGE_ENV_PID_NAMESPACE "{paths.ENV_PID_NAMESPACE}"' in h
     assert f"#define JUDGE_FLUSH_MIN_BYTES {protocol.FLUSH_MIN_BYTES}ull" in h
     poison = re.search(r"JUDGE_POISON_BYTES\[\] = \{([^}]*)\}", h)
     assert poison and [int(x, 16) for x in poison.group(1).split(",")] == list(protocol.POISON_BYTES)
@@ -307,7 +310,7 @@ def _pointers(w: WorkerProcess) -> dict[str, int]:
 def test_the_whole_protocol_on_a_fake_runtime(fake_worker, built):
     w = fake_worker()
     ready = w.wait_ready(timeout_s=30)
-    assert ready["ready"] is True and ready["pid"] == w.proc.pid
+    assert ready["ready"] is True and ready["pid"] == w.own_pid  # 2 in a pid namespace of its own
     # before CUDA: the channel's variable is gone and no fd is inheritable
     assert "fake: cudaSetDevice 0 env=unset inheritable=[]" in _log(w)
     assert "fake: stream flags=0 priority=-5" in _log(w)  # the checks' stream: blocking, highest priority
@@ -488,6 +491,161 @@ def test_the_self_test_cannot_run_under_a_judge(worker_bin, built):
     assert r.returncode == 2 and "never under a judge" in r.stderr and "solve" not in r.stdout
 
 
+# -- the pid namespace of its own (start-up, before CUDA) ---------------------------------------------------
+def _ns_pid(pid: int) -> list[int]:
+    """The pids of `pid` from its namespace outwards (/proc/PID/status's NSpid line)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("NSpid:"):
+            return [int(x) for x in line.split()[1:]]
+    return []
+
+
+def _gone(pid: int) -> bool:
+    """Dead: no such process, or a zombie waiting for whoever reaps orphans here."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _pidns_selftest(worker_bin: Path, action: str, out: Path, user: int | None = None) -> subprocess.Popen:
+    """`judge-worker --selftest-pidns ACTION` in a session of its own (as the judge starts a worker),
+    its stdout and stderr into `out`, run as `user` if given."""
+    def demote() -> None:
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user)
+            os.setuid(user)
+
+    with open(out, "wb") as log:
+        return subprocess.Popen([str(worker_bin), "--selftest-pidns", action], stdin=subprocess.PIPE, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=demote,
+                                env={"PATH": os.environ.get("PATH", "")})
+
+
+def _said(out: Path, timeout_s: float = 20.0) -> dict[str, str]:
+    """The self-test's first line, `selftest: pid_namespace=B pid=N ppid=M[ why=...]`, as a dict."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        m = re.search(r"^selftest: pid_namespace=(\d) pid=(\d+) ppid=(\d+)(?: why=(.*))?$", out.read_text(), re.M)
+        if m:
+            return {"own": m.group(1), "pid": m.group(2), "ppid": m.group(3), "why": m.group(4) or ""}
+        time.sleep(0.05)
+    raise AssertionError(f"the self-test said nothing: {out.read_text()!r}")
+
+
+@pytest.fixture
+def pidns(worker_bin, tmp_path):
+    """Skips, saying why, where this machine refuses the worker a pid namespace."""
+    from judge.sandbox import pidns as probe
+
+    if why := probe.refused():
+        pytest.skip(f"this machine refuses a pid namespace ({why}): the worker carries on without one")
+    return worker_bin
+
+
+@nvcc_test
+def test_the_worker_is_pid_2_of_its_own_namespace_and_dies_with_its_parent(pidns, tmp_path):
+    """Where unshare(CLONE_NEWPID) is allowed (root): the process the judge started waits for an
+    init (pid 1 of a new namespace) that waits for the worker (pid 2, its parent pid 1); all three
+    are in the judge's process group; killing the top process alone ends the other two (init by
+    PR_SET_PDEATHSIG, the worker with its namespace)."""
+    out = tmp_path / "out"
+    p = _pidns_selftest(pidns, "wait", out)
+    try:
+        said = _said(out)
+        assert (said["own"], said["pid"], said["ppid"]) == ("1", "2", "1"), said
+        tree = sorted(local.descendants(p.pid))
+        assert len(tree) == 2, tree  # init and the worker
+        init, worker = sorted(tree, key=lambda pid: _ns_pid(pid)[-1])
+        assert _ns_pid(init)[1:] == [1] and _ns_pid(worker)[1:] == [2] and _ns_pid(p.pid) == [p.pid]
+        assert {os.getpgid(pid) for pid in (p.pid, init, worker)} == {p.pid}  # the judge's killpg reaches all
+        os.kill(p.pid, signal.SIGKILL)  # the top process alone, not its group
+        assert p.wait(timeout=10) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while not (_gone(init) and _gone(worker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(init) and _gone(worker), (Path(f"/proc/{worker}/status").read_text()
+                                               if not _gone(worker) else "init lingers")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+@nvcc_test
+@pytest.mark.parametrize("action, code", [("exit", 7), ("wait", 0), ("xfsz", -signal.SIGXFSZ)])
+def test_the_workers_end_reaches_the_judge_through_its_namespace(pidns, tmp_path, action, code):
+    """The top process ends as the worker did: its exit status, or death by its signal. SIGXFSZ (the
+    log's cap) kills the worker because it is pid 2: a namespace's pid 1 ignores the signals it has
+    no handler for, and a pid-1 worker would write on past the cap with EFBIG."""
+    out = tmp_path / "out"
+    p = _pidns_selftest(pidns, action, out)
+    p.stdin.close()  # `wait` reads to the end of its stdin
+    assert p.wait(timeout=20) == code, out.read_text()
+    assert _said(out, 1)["own"] == "1"
+    if action == "xfsz":
+        assert "write failed" not in out.read_text() and out.stat().st_size <= 1024
+
+
+@nvcc_test
+@pytest.mark.skipif(not IS_ROOT, reason="runs the worker as nobody, which needs root")
+def test_without_a_pid_namespace_the_worker_carries_on(worker_bin, tmp_path):
+    """Where the OS refuses unshare (here: as nobody, without CAP_SYS_ADMIN) the worker says so and
+    carries on as the process the judge started, alone; never a failure."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="judge-pidns-") as d:  # pytest's tmp_path is closed to nobody
+        home = Path(d)
+        home.chmod(0o755)
+        binary = home / "judge-worker"
+        shutil.copy2(worker_bin, binary)
+        binary.chmod(0o755)
+        out = tmp_path / "out"
+        p = _pidns_selftest(binary, "exit", out, user=65534)
+        assert p.wait(timeout=20) == 7, out.read_text()
+    said = _said(out, 1)
+    assert said["own"] == "0" and int(said["pid"]) == p.pid and "unshare(CLONE_NEWPID)" in said["why"], said
+
+
+@nvcc_test
+def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built):
+    """Through the real client: the ready reply says whether the worker has a namespace of its own
+    and its pid there; the filter is built for that pid (a signal to itself passes, one to pid 1 is
+    refused), and the report of a killed worker's pids covers the worker's own."""
+    from judge.sandbox import pidns as probe
+
+    w = fake_worker()
+    ready = w.wait_ready(timeout_s=30)
+    own = probe.refused() is None
+    assert ready["pid_namespace"] is own and w.pid_namespace is own
+    assert w.own_pid == ready["pid"] == (2 if own else w.proc.pid)
+    w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so"))
+    w.request("map", 30, "mapping buffers", buffers=BUFFERS)
+    w.request("call", 30, "solve()", args=_args(n=-3))  # kill(getpid(), 0): itself
+    tree = local.descendants(w.proc.pid)
+    assert len(tree) == (2 if own else 0)
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 30, "solve() on n=7", args=_args(n=-4))  # kill(1, 0): init, or the host's init
+    assert info.value.kind == "crash" and "system call 62 (kill)" in info.value.message, info.value
+    w.close()
+    assert tree <= local.KILLED  # the health gate waits for the context's owner, not the top process alone
+
+
+@nvcc_test
+def test_no_pid_namespace_when_asked(fake_worker, built, monkeypatch):
+    """JUDGE_PID_NAMESPACE=0: the worker asks for none; it is the process the judge started, and its
+    filter's "itself" is that pid."""
+    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, "0")
+    w = fake_worker()
+    ready = w.wait_ready(timeout_s=30)
+    assert ready["pid_namespace"] is False and not w.pid_namespace and ready["pid"] == w.own_pid == w.proc.pid
+    assert local.descendants(w.proc.pid) == set()
+    w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so"))
+    w.request("map", 30, "mapping buffers", buffers=BUFFERS)
+    w.request("call", 30, "solve()", args=_args(n=-3))  # kill(getpid(), 0): itself
+
+
 # -- wiring ------------------------------------------------------------------------------------------------------
 def test_the_native_worker_answers_every_command():
     source = (NATIVE / "worker.cu").read_text()
@@ -508,6 +666,10 @@ def test_the_report_says_whether_the_candidate_was_confined():
     assert s.report.environment.confined is True
     s.load(FakeWorker(role="baseline torch"), {"baseline": {}})  # a baseline's worker does not change it
     assert s.report.environment.confined is True
+    assert s.report.environment.pid_namespace is False
+    w.pid_namespace = True  # type: ignore[attr-defined]
+    s.load(w, {"lib": "x.so"})
+    assert s.report.environment.pid_namespace is True
 
 
 def test_python_is_not_the_candidates_worker():

@@ -11,6 +11,8 @@
 //      with TSYNC: the CUDA runtime's threads exist by now, and a filter on one thread only would
 //      leave them free;
 //   6. dlopen the library through /proc/self/fd (its path may be closed to nobody), dlsym solve.
+// Before all of it, at start-up and before any CUDA call, the worker moves into a pid namespace of
+// its own where the OS allows one (`own_pid_namespace`, below).
 // Nothing here needs CUDA: tests/worker/native/host_test.cc and the self-test use it with g++.
 #pragma once
 
@@ -20,11 +22,17 @@
 #include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <initializer_list>
 
 #include <cstdint>
 #include <string>
@@ -155,6 +163,118 @@ inline void* load_solve(int fd, const std::string& path, std::string& error) {
     void* fn = dlsym(lib, "solve");
     if (!fn) error = path + ": the library has no symbol `solve`";
     return fn;
+}
+
+// -- a pid namespace of its own -------------------------------------------------------------------
+// Ends this process as a child whose wait status was `status` ended: the same exit code, or death
+// by the same signal (in a namespace's pid 1, which cannot die by a signal of its own: 128 + it).
+[[noreturn]] inline void exit_like(int status) {
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, nullptr);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, nullptr);
+        raise(sig);
+        _exit(128 + sig);  // reached in init only: a namespace's pid 1 cannot raise on itself
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+inline void close_all(std::initializer_list<int> fds) {
+    for (int fd : fds)
+        if (fd >= 0) close(fd);
+}
+
+// Where the OS allows it (root, or CAP_SYS_ADMIN: the GPU machine runs the judge as root), the
+// worker runs as pid 2 of a new pid namespace whose pid 1 does nothing but wait for it:
+//
+//   the judge ── outer: the process the judge started (its pid, its process group); waits
+//                  └── init: pid 1 of the new namespace; waits; PR_SET_PDEATHSIG SIGKILL
+//                        └── the worker: pid 2; everything else (CUDA, the channel, the library)
+//
+// - When init ends, the kernel kills every process left in the namespace: nothing the worker
+//   starts can outlive it (under the filter it can start nothing; unconfined it could).
+// - All three stay in the judge's process group, so its killpg(SIGKILL) ends them together; the
+//   outer process dying any other way kills init (PR_SET_PDEATHSIG), and with it the namespace.
+// - Inside the namespace no other process is visible: kill() finds no judge, no baseline.
+// - The worker's wait status goes back up: init writes it on a pipe that only the outer process
+//   reads, and the outer exits with the same code or dies by the same signal, so the judge reads
+//   a worker's end as it did without the namespace ("killed by SIGSYS", "... by SIGXFSZ").
+// - Why not the worker as pid 1: the kernel drops every signal sent to a namespace's init that has
+//   no handler for it unless the signal comes from an ancestor namespace or is a fault. A pid-1
+//   worker would survive the SIGXFSZ of its log's cap (writes fail with EFBIG instead) and the
+//   SIGSYS its handler re-raises after a refused call. Pid 2 is an ordinary process.
+// `close_in_waiters`: descriptors the outer process and init close (the request pipe, the
+// channel): only the worker holds them. Returns true in the worker, in its namespace; false where
+// the OS refused the namespace (`why` says why: not root, a container without CAP_SYS_ADMIN): the
+// process carries on as it was, alone. Never returns in the outer process nor in init.
+inline bool own_pid_namespace(std::string& why, std::initializer_list<int> close_in_waiters) {
+    int status_pipe[2];
+    if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+        why = os_error("pipe2").text;
+        return false;
+    }
+    // To undo the unshare if the fork fails: after it, this process cannot even start a thread.
+    int ours = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (unshare(CLONE_NEWPID) != 0) {
+        why = os_error("unshare(CLONE_NEWPID)").text;
+        close_all({status_pipe[0], status_pipe[1], ours});
+        return false;
+    }
+    pid_t init = fork();
+    if (init < 0) {
+        why = os_error("fork after unshare(CLONE_NEWPID)").text;
+        if (ours < 0 || setns(ours, CLONE_NEWPID) != 0) {
+            fprintf(stderr, "judge-worker: %s, and the pid namespace could not be undone\n", why.c_str());
+            _exit(2);
+        }
+        close_all({status_pipe[0], status_pipe[1], ours});
+        return false;
+    }
+    close_all({ours});
+    if (init > 0) {  // the outer process: waits for init, then ends as the worker did
+        close_all({status_pipe[1]});
+        for (int fd : close_in_waiters) close(fd);
+        int status = 0;
+        while (waitpid(init, &status, 0) < 0)
+            if (errno != EINTR) _exit(2);
+        int worker = 0;
+        ssize_t n;
+        while ((n = read(status_pipe[0], &worker, sizeof worker)) < 0 && errno == EINTR) {
+        }
+        exit_like(n == (ssize_t)sizeof worker ? worker : status);  // init killed: as init ended
+    }
+    // init, pid 1 of the new namespace
+    close_all({status_pipe[0]});
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(2);
+    // The outer process may have died before that: then the status pipe has no reader left.
+    struct pollfd pfd = {status_pipe[1], 0, 0};
+    if (poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLERR)) _exit(2);
+    pid_t worker = fork();
+    if (worker < 0) {
+        fprintf(stderr, "judge-worker: fork in its pid namespace: %s\n", strerror(errno));
+        _exit(2);
+    }
+    if (worker == 0) {  // the worker, pid 2
+        close_all({status_pipe[1]});
+        return true;
+    }
+    for (int fd : close_in_waiters) close(fd);
+    int status = 0;
+    for (;;) {  // reap whatever ends in the namespace, until the worker does
+        pid_t r = waitpid(-1, &status, 0);
+        if (r == worker) break;
+        if (r < 0 && errno != EINTR) _exit(2);
+    }
+    ssize_t n;
+    while ((n = write(status_pipe[1], &status, sizeof status)) < 0 && errno == EINTR) {
+    }
+    exit_like(status);  // init exits 128 + the signal; the outer process reads the status above
 }
 
 }  // namespace judge_confine

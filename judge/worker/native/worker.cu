@@ -9,8 +9,11 @@
 //   channel     the reply fd's number in $JUDGE_WORKER_FD (removed at once, made close-on-exec),
 //               the run's nonce on the first line of stdin; one JSON command per stdin line, one
 //               JSON reply per command on the channel, tagged with the nonce;
-//   ready       {"ok":true,"ready":true,"pid":N} once the CUDA context, the L2 flush buffer and the
-//               judge's kernels exist; an error is {"ok":false,"error":{kind,name,text[,where]}},
+//   start-up    before any CUDA call, a pid namespace of its own where the OS allows one (confine.h's
+//               `own_pid_namespace`: the worker is then pid 2 of it, under a pid 1 that waits);
+//   ready       {"ok":true,"ready":true,"pid":N,"pid_namespace":B} once the CUDA context, the L2
+//               flush buffer and the judge's kernels exist (N: its pid as it sees it, 2 in its own
+//               namespace); an error is {"ok":false,"error":{kind,name,text[,where]}},
 //               then the worker exits (after a CUDA error its context is unusable);
 //   init        confine the process (the parent's seccomp program, confine.h), then load the
 //               library and find solve();
@@ -28,6 +31,7 @@
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -651,10 +655,44 @@ int selftest(int argc, char** argv) {
     return 0;
 }
 
+// `judge-worker --selftest-pidns ACTION`: the start-up's pid namespace (confine.h's
+// `own_pid_namespace`) without CUDA, for tests/worker/test_native_worker.py. It says whether it got
+// one, its pid and its parent's as it sees them, then: `wait` reads stdin to its end and exits 0,
+// `exit` exits with status 7, `xfsz` writes past a 1 KiB RLIMIT_FSIZE on stdout (a file). Like the
+// sandbox self-test it refuses to run where the parent's channel is set.
+int selftest_pidns(int argc, char** argv) {
+    if (argc != 3 || getenv(JUDGE_ENV_FD)) {
+        fprintf(stderr, "usage: judge-worker --selftest-pidns wait|exit|xfsz (never under a judge)\n");
+        return 2;
+    }
+    std::string action = argv[2], why;
+    bool own = judge_confine::own_pid_namespace(why, {0});
+    printf("selftest: pid_namespace=%d pid=%d ppid=%d%s%s\n", own ? 1 : 0, (int)getpid(), (int)getppid(),
+           own ? "" : " why=", why.c_str());
+    fflush(stdout);
+    if (action == "exit") _exit(7);
+    if (action == "xfsz") {
+        signal(SIGXFSZ, SIG_DFL);
+        struct rlimit cap = {1024, 1024};
+        if (setrlimit(RLIMIT_FSIZE, &cap) != 0) return 3;
+        char block[4096];
+        memset(block, 'x', sizeof block);
+        for (int i = 0; i < 4; ++i)
+            if (write(1, block, sizeof block) < 0) printf("selftest: write failed: %s\n", strerror(errno));
+        return 4;  // not reached where SIGXFSZ ends the process
+    }
+    for (;;) {
+        char c;
+        ssize_t n = read(0, &c, 1);
+        if (n == 0 || (n < 0 && errno != EINTR)) return 0;
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc >= 2 && strcmp(argv[1], "--selftest-sandbox") == 0) return selftest(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "--selftest-pidns") == 0) return selftest_pidns(argc, argv);
     if (argc != 1) {
         fprintf(stderr, "judge-worker: no arguments (started by judge/worker/client.py)\n");
         return 2;
@@ -664,13 +702,24 @@ int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_DFL);
     Lines in;
     open_channel(in);
+    // A pid namespace of its own where the OS allows one, before any CUDA call (the context must be
+    // created in the process that uses it): from here on this is pid 2 under a waiting pid 1, or,
+    // where unshare was refused, the process the judge started (confine.h). Never a failure.
+    // JUDGE_PID_NAMESPACE=0 (judge/paths.py) asks for none.
+    const char* wanted = getenv(JUDGE_ENV_PID_NAMESPACE);
+    bool ask = !(wanted && strcmp(wanted, "0") == 0);
+    unsetenv(JUDGE_ENV_PID_NAMESPACE);
+    std::string no_namespace;
+    bool pid_namespace = ask && judge_confine::own_pid_namespace(no_namespace, {0, g_channel});
     Worker* worker = nullptr;
     try {
         worker = new Worker();
     } catch (const Failure& f) {
         reply_failure(f);
     }
-    reply(true, [](jsn::Writer& w) { w.key("ready").boolean(true).key("pid").integer(getpid()); });
+    reply(true, [&](jsn::Writer& w) {
+        w.key("ready").boolean(true).key("pid").integer(getpid()).key("pid_namespace").boolean(pid_namespace);
+    });
     std::string line;
     for (;;) {
         try {
