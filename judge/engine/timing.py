@@ -13,9 +13,11 @@ WARMUP_GROWTH at most.
 
 The hold (docs/timing.md, "The hold"): every call is held on the GPU until the worker has issued
 it, so its time is the GPU's alone. A hold the host did not let go in time (`late`: solve() waited
-for the device, or took that long to issue its work) turns holding off for the rest of the target,
-except in its very first call (a library's one-off set-up), and a timed batch with a late hold is
-not counted. A `crowded` hold (kernels of an earlier call still held SMs when a call began: work
+for the device, or took that long to issue its work, or the host was not scheduled) makes its batch
+not count. Holding is off for the rest of the target once most calls of a batch were late (a
+solve() that waits for the device is late at every call) or LATE_BATCHES batches in a row had a late
+hold, except in the target's very first call (a library's one-off set-up): a rare host hiccup costs
+one batch, not the hold. A `crowded` hold (kernels of an earlier call still held SMs when a call began: work
 outside the timed windows) is an impossible time. The calls' host times (solve() on the CPU) are
 kept apart from the GPU's.
 """
@@ -38,6 +40,7 @@ REST_PER_CALL_MS = 0.5  # calls at least this long rest after each call, shorter
 DEADLINE_SLACK_S = 2.0  # a time_batch request's deadline: timeout_s (one call) + this
 BATCH_SHARE = 0.5  # an honest batch's calls and rests fit in this share of timeout_s
 WARMUP_GROWTH = 4  # each warm-up batch has at most this many times the calls of the one before
+LATE_BATCHES = 2  # this many batches in a row with a late hold turn holding off
 COST_BATCHES = 3  # a call's cost: the most seen in this many last batches (a slow first call passes)
 T = TypeVar("T")
 
@@ -73,6 +76,7 @@ class Timer:
         self.host: list[float] = []  # every timed call's host time (ms)
         self.last_held = True  # whether the last batch was held all through
         self.last_late = False  # whether a hold of the last batch was late
+        self.late_run = 0  # batches in a row, up to the last, with a late hold
         self.last_host: list[float] = []
 
     @property
@@ -109,12 +113,15 @@ class Timer:
         if reply.get("crowded"):
             raise ImpossibleTime(f"{reply['crowded']} of {k} calls began while kernels of an earlier call still held "
                                  "SMs (work on another stream, outside the timed windows)")
-        self.last_late = bool(reply.get("late"))
+        late = int(reply.get("late") or 0)
+        self.last_late = late > 0
         self.last_held = bool(reply.get("held")) and not self.last_late
         if not reply.get("held"):  # a worker that cannot hold (an SM-limited context) never will
             self.hold = False
-        if self.last_late and self.warm:  # not the target's very first call
-            self.hold = False
+        if self.warm:  # not the target's very first call
+            self.late_run = self.late_run + 1 if late else 0
+            if 2 * late > k or self.late_run >= LATE_BATCHES:
+                self.hold = False
         self.last_host = [float(x) for x in reply.get("host_ms", [])][:k]
         self.costs.append(max(max(times) * (1 + rest), wall_ms / k))
         if k == 1 and rest > 0:
@@ -137,7 +144,7 @@ class Timer:
 
     def step(self) -> str | None:
         """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on. A
-        batch with a late hold is not counted (holding is off from then on: the next one counts)."""
+        batch with a late hold is not counted (the module's docstring says when holding stops)."""
         times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
         if self.last_late:
             return None

@@ -110,24 +110,44 @@ def test_a_late_first_call_keeps_holding_a_later_late_call_stops_it():
     first = FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == 1)})
     assert drive(time_target(first, POLICY, 10.0, lambda n: n, max_k=8)).held is True
     assert all(first.hold_asked)
-    later = FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == 2)})
+    later = FakeWorker(0.002, holds=lambda b, held: {"late": later.asked[-1] if held and b == 2 else 0})
     stats = drive(time_target(later, POLICY, 10.0, lambda n: n, max_k=8))
     assert later.hold_asked[:2] == [True, True] and not any(later.hold_asked[2:])
     assert stats.held is False
 
 
 def test_a_timed_batch_with_a_late_hold_is_not_a_sample():
-    """Its calls may have started before their work was issued: the batch is dropped, holding is
-    off, and the next batch (unheld) counts."""
+    """Its calls may have started before their work was issued: the batch is dropped; with every
+    call late, holding is off, and the next batch (unheld) counts."""
     first_timed = []
-    t = Timer(FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == first_timed[0])}), POLICY, 10.0,
-              max_k=8)
+    w = FakeWorker(0.002, holds=lambda b, held: {"late": w.asked[-1] if held and b == first_timed[0] else 0})
+    t = Timer(w, POLICY, 10.0, max_k=8)
     first_timed.append(99)
     t.warm_up()
     first_timed[0] = len(t.worker.asked) + 1
     assert t.step() is None and t.samples == [] and t.hold is False
     t.step()
     assert t.samples == [pytest.approx(0.002)] and t.worker.hold_asked[-1] is False
+
+
+def test_one_late_call_drops_its_batch_and_keeps_holding_two_batches_in_a_row_stop_it():
+    """A host hiccup (one late call of a batch) costs that batch, not the hold; a late hold in two
+    batches in a row turns holding off (so a sparse late call at every batch cannot drop them all)."""
+    once = []
+    t = Timer(FakeWorker(0.002, holds=lambda b, held: {"late": int(held and b == once[0])}), POLICY, 10.0, max_k=8)
+    once.append(99)
+    t.warm_up()
+    once[0] = len(t.worker.asked) + 1
+    t.k = 8
+    assert t.step() is None and t.samples == [] and t.hold is True
+    t.step()
+    assert t.samples == [pytest.approx(0.002)] and t.worker.hold_asked[-1] is True
+    sparse = FakeWorker(0.002, holds=lambda b, held: {"late": int(held)})  # one late call per batch
+    t = Timer(sparse, POLICY, 10.0, max_k=8)
+    t.warm_up()  # the first call's late hold is exempt: the second and third batches' stop it
+    assert t.hold is False and sparse.hold_asked[:4] == [True, True, True, False]
+    t.step()
+    assert t.samples == [pytest.approx(0.002)] and sparse.hold_asked[-1] is False
 
 
 def test_a_crowded_hold_is_an_impossible_time():
