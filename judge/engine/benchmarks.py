@@ -1,20 +1,26 @@
 """The timed phase of a submit run (DESIGN.md §6, docs/timing.md): `TimedPhase`.
 
-Per benchmark shape: input slots in the parent's memory, mapped into every worker; the baselines
-timed before and after the candidate, each in its own worker; the candidate's timed batches with
-fresh inputs before each (judge/engine/fresh.py), completeness counts, GPU stamps, fingerprints,
-guard regions (judge/engine/batch_checks.py), input checksums and a stashed call after
-(`batch_guards`), the stashed calls re-checked once its timing is over (judge/engine/stash.py);
-the roofline floor; telemetry around the shape. A baseline's worker killed or stopped from outside
-is restarted once and its step done again (`on_baseline`).
+Three passes over the benchmark shapes, so that nothing of the submission runs while a baseline
+is timed (its worker could slow a baseline down from another thread, or leave work queued on the
+GPU, and its own speedup would grow): the correctness phase's candidate worker is ended; every
+shape's baselines are timed ("before"); a candidate worker that has run nothing yet (the spare
+started with the others) loads the library and is timed on every shape; it is ended; every
+shape's baselines are timed again ("after"). Each pass draws its own input slots in the parent's
+memory and maps them into the workers it times.
 
-Each step is a method of `TimedPhase`, so that a later method of timing (a GPU-side hold, early
-stop) or of guarding (trusted timestamps, fingerprints) overrides one step and leaves the rest,
-and `evaluate()`, alone (judge/engine/run.py's `default_phases`).
+The candidate's timed batches get fresh inputs before each (judge/engine/fresh.py), completeness
+counts, GPU stamps, fingerprints, guard regions (judge/engine/batch_checks.py), input checksums
+and a stashed call after (`batch_guards`), the stashed calls re-checked once its timing on the
+shape is over (judge/engine/stash.py); then the roofline floor; telemetry around it. A baseline's
+worker killed or stopped from outside is restarted once and its step done again (`on_baseline`).
+
+Each step is a method of `TimedPhase`, so that a later method of timing or of guarding overrides
+one step and leaves the rest, and `evaluate()`, alone (judge/engine/run.py's `default_phases`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from judge.contract.events import BenchDone, Event, Stage, Timing
@@ -37,6 +43,7 @@ from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
 if TYPE_CHECKING:
+    from judge.contract.report import Telemetry
     from judge.gpu.devmem import Buffer
 
 # A median below this fraction of the roofline floor is REJECTED. Not 1: the floor's peaks are
@@ -49,25 +56,53 @@ T = TypeVar("T")
 Step = Callable[[Worker, bool], Generator[Event, None, T]]
 
 
+@dataclass
+class CandidateTiming:
+    """The candidate on one shape: its Stats, how many timed outputs were re-checked, the stamps'
+    largest excess, the roofline floor (ms), and the telemetry before and after."""
+
+    stats: Stats
+    checked: int
+    excess: float | None
+    floor_ms: float
+    telemetry_before: Telemetry
+    telemetry_after: Telemetry
+
+
 class TimedPhase:
     """The candidate timed against the baselines on every benchmark shape, into the report."""
 
     def __call__(self, s: Session) -> Iterator[Event]:
         yield from self.load_baselines(s)
-        if s.peaks is None:
-            raise RunFailure(Status.INTERNAL_ERROR, "the device's peaks were not read before the candidate started")
-        peaks = s.peaks
-        env, unit = s.report.environment, s.problem.spec.compute
-        env.peak_copy_gbps, env.peak_tflops = round(peaks.copy_gbps, 1), round(peaks.tflops(unit), 1)
-        env.peak_unit = unit
+        peaks = self.peaks(s)
         benches = s.problem.spec.benchmarks
+        s.retire_candidate()  # the correctness phase's worker: gone before any baseline is timed
+        before = []
         for j, w in enumerate(benches):
-            result = yield from self.shape(s, j, w, peaks)
+            before.append((yield from self.baselines_pass(s, j, w, "before")))
+        yield Stage("loading the library into a fresh worker for the timed calls")
+        s.fresh_candidate()
+        timed = []
+        for j, w in enumerate(benches):
+            timed.append((yield from self.candidate_pass(s, j, w, peaks)))
+        s.retire_candidate()
+        for j, w in enumerate(benches):
+            after = yield from self.baselines_pass(s, j, w, "after")
+            result = self.result(s, w, before[j], timed[j], after)
             s.report.benchmarks.append(result)
             yield BenchDone(j, len(benches), result)
         s.report.geomean_speedup = geomean(r.speedup for r in s.report.benchmarks)
         if s.problem.baselines:
             s.report.baseline_name = s.problem.baselines[0].name
+
+    def peaks(self, s: Session) -> device.Peaks:
+        """The device's peaks (read before the candidate's code ran), into the report."""
+        if s.peaks is None:
+            raise RunFailure(Status.INTERNAL_ERROR, "the device's peaks were not read before the candidate started")
+        env, unit = s.report.environment, s.problem.spec.compute
+        env.peak_copy_gbps, env.peak_tflops = round(s.peaks.copy_gbps, 1), round(s.peaks.tflops(unit), 1)
+        env.peak_unit = unit
+        return s.peaks
 
     def load_baselines(self, s: Session) -> Iterator[Event]:
         for b, _ in s.baselines:
@@ -101,7 +136,28 @@ class TimedPhase:
                 fresh = True
 
     def shape(self, s: Session, j: int, w: Workload, peaks: device.Peaks) -> Generator[Event, None, BenchResult]:
-        """One benchmark shape: baselines before, the candidate, the floor, baselines after."""
+        """One shape's three passes in a row with the same candidate worker (the CPU tests' unit:
+        `__call__` runs each pass over every shape, and ends the candidate's worker around the
+        baselines' passes)."""
+        before = yield from self.baselines_pass(s, j, w, "before")
+        timed = yield from self.candidate_pass(s, j, w, peaks)
+        after = yield from self.baselines_pass(s, j, w, "after")
+        return self.result(s, w, before, timed, after)
+
+    def baselines_pass(self, s: Session, j: int, w: Workload, when: str) -> Generator[Event, None, dict[str, Stats]]:
+        """Every baseline timed on slots of the shape's own, drawn for this pass."""
+        wid = workload_id(w)
+        yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: the baselines ({when})")
+        guards.gate(s, f"benchmark {wid}")
+        slots = buffers.make_slots(s, j, w)
+        out = yield from self.time_baselines(s, wid, when, slots)
+        yield from self.unmap(s)
+        return out
+
+    def candidate_pass(self, s: Session, j: int, w: Workload,
+                       peaks: device.Peaks) -> Generator[Event, None, CandidateTiming]:
+        """The candidate timed on the shape, its stashed calls re-checked, its median held against
+        the roofline floor; telemetry before and after."""
         wid = workload_id(w)
         yield Stage(f"benchmark {j + 1}/{len(s.problem.spec.benchmarks)}: {wid}: preparing inputs")
         guards.gate(s, f"benchmark {wid}")
@@ -109,27 +165,29 @@ class TimedPhase:
         counts = guards.counter(s, records_tag(j, s.candidate), MAX_CALLS_PER_BATCH)
         buffers.map_slots(s, s.candidate, slots, counts)
         tel_before = device.telemetry(s.require_gpu().index)
-        before = yield from self.time_baselines(s, wid, "before", slots)
         stats, checked, excess = yield from self.time_candidate(s, j, w, slots, counts)
         floor_ms = self.floor(s, w, stats, peaks)
-        after = yield from self.time_baselines(s, wid, "after", slots)
         tel_after = device.telemetry(s.require_gpu().index)
-        yield from self.unmap(s)
-        flops, nbytes, med = float(s.problem.flops(w)), float(s.problem.bytes(w)), stats.median_ms
-        return BenchResult(workload=wid, stats=stats, flops=flops, bytes=nbytes, tflops=flops / med / 1e9,
-                           gbps=nbytes / med / 1e6, floor_ms=floor_ms, roofline_pct=100 * floor_ms / med,
-                           baselines=sandwich(s, before, after, stats), rechecked_slots=checked,
-                           telemetry_before=tel_before, telemetry_after=tel_after,
-                           stamp_excess_ms=None if excess is None else round(excess, 6))
+        buffers.unmap(s, [s.candidate])
+        return CandidateTiming(stats, checked, excess, floor_ms, tel_before, tel_after)
+
+    def result(self, s: Session, w: Workload, before: dict[str, Stats], c: CandidateTiming,
+               after: dict[str, Stats]) -> BenchResult:
+        flops, nbytes, med = float(s.problem.flops(w)), float(s.problem.bytes(w)), c.stats.median_ms
+        return BenchResult(workload=workload_id(w), stats=c.stats, flops=flops, bytes=nbytes,
+                           tflops=flops / med / 1e9, gbps=nbytes / med / 1e6, floor_ms=c.floor_ms,
+                           roofline_pct=100 * c.floor_ms / med, baselines=sandwich(s, before, after, c.stats),
+                           rechecked_slots=c.checked, telemetry_before=c.telemetry_before,
+                           telemetry_after=c.telemetry_after,
+                           stamp_excess_ms=None if c.excess is None else round(c.excess, 6))
 
     def time_baselines(self, s: Session, wid: str, when: str, slots: Slots) -> Generator[Event, None, dict[str, Stats]]:
-        """Each baseline timed on the shape's slots (mapped into its worker "before", and into a
-        restarted one); no more calls per batch than the candidate gets."""
+        """Each baseline timed on the pass's slots (mapped into its worker, or into a restarted
+        one); no more calls per batch than the candidate gets."""
         out = {}
         for b, _ in s.baselines:
             def run(wk: Worker, fresh: bool, b: Impl = b) -> Generator[Event, None, Stats]:
-                if when == "before" or fresh:
-                    buffers.map_slots(s, wk, slots)
+                buffers.map_slots(s, wk, slots)
                 return (yield from self.time(s, wk, wid, f"{b.name} ({when})", s.opts.baseline_policy,
                                              max_k=len(slots.bufs)))
 
@@ -137,8 +195,8 @@ class TimedPhase:
         return out
 
     def unmap(self, s: Session) -> Iterator[Event]:
-        """Every worker lets go of the shape's buffers (a restarted baseline holds none); the parent
-        frees them."""
+        """Every baseline's worker lets go of the pass's buffers (a restarted one holds none); the
+        parent frees them."""
         for b, _ in s.baselines:
             def unmap(wk: Worker, fresh: bool) -> Generator[Event, None, None]:
                 if not fresh:
@@ -146,7 +204,7 @@ class TimedPhase:
                 yield from ()
 
             yield from self.on_baseline(s, b, unmap)
-        buffers.unmap(s, [s.candidate])
+        buffers.unmap(s, [])
 
     def time_candidate(self, s: Session, j: int, w: Workload, slots: Slots,
                        counts: Buffer) -> Generator[Event, None, tuple[Stats, int, float | None]]:

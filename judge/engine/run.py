@@ -121,12 +121,15 @@ def build_and_start(s: Session, source: Path, arch: str) -> Generator[Event, Non
 
 
 def start_workers(s: Session) -> None:
-    """The candidate's worker, the baselines' (submit mode) and the parent's torch. The device's
-    peaks are read from their cache first, before any worker exists."""
+    """The candidate's worker (two when the run is timed: the correctness phase's and the timed
+    calls'), the baselines' (submit mode) and the parent's torch. The device's peaks are read from
+    their cache first, before any worker exists."""
     guards.gate(s, "starting")  # a killed worker of an earlier run may still hold memory
     if timed(s) and s.gpu is not None:
         s.peaks = device.cached_peaks(s.gpu)
     s.candidate = s.spawn(CANDIDATE)
+    if timed(s):  # the timed calls get a worker of their own (judge/engine/benchmarks.py says why)
+        s.spare = s.spawn(CANDIDATE)
     if s.opts.mode == "submit":
         s.baselines = [(b, s.spawn(baseline_role(b.name), torch=True)) for b in s.problem.baselines]
     s.start_torch()

@@ -79,6 +79,8 @@ class Session:
         self.gpu: device.GpuInfo | None = None
         self.workers: list[Worker] = []
         self.candidate_worker: Worker | None = None
+        self.spare: Worker | None = None  # a started candidate worker for the timed calls (`fresh_candidate`)
+        self.library: dict | None = None  # what a candidate's worker loads at `init` (`load`'s `load`)
         self.baselines: list[tuple[Impl, Worker]] = []
         self.torch: Any = None  # the torch module, once `start_torch()` ran (imported late: a cold start)
         self.rt: Runtime | None = None
@@ -168,8 +170,26 @@ class Session:
         self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
         self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
         if worker.role == CANDIDATE:
+            self.library = load
             self.report.environment.confined = bool(getattr(worker, "confined", False))
             self.report.environment.pid_namespace = getattr(worker, "pid_namespace", False) is True
+
+    def retire_candidate(self) -> None:
+        """End the candidate's worker, its whole process tree with it (judge/worker/client.py's
+        `kill`), so that nothing of the submission runs while a baseline is timed; the health gate
+        before the next shape waits until the driver has freed its context (guards.gate)."""
+        if self.candidate_worker is not None:
+            self.candidate_worker.close()
+
+    def fresh_candidate(self) -> Worker:
+        """The candidate's worker for the timed calls: one that has run nothing of the submission
+        yet (the spare started with the others, or a new one), loaded with the library now."""
+        if self.library is None:
+            raise RuntimeError("no library to load: the candidate was never loaded")
+        worker, self.spare = self.spare or self.spawn(CANDIDATE), None
+        self.candidate = worker
+        self.load(worker, self.library)
+        return worker
 
     # -- the parent's CUDA ------------------------------------------------------------------------
     def start_torch(self) -> None:

@@ -314,7 +314,8 @@ def test_the_peaks_are_read_before_any_worker_starts(vector_add, monkeypatch):
     s.spawn = lambda role, torch=False, label="": order.append(role) or FakeWorker(role=role)
     s.start_torch = lambda: order.append("torch")
     run.start_workers(s)
-    assert order == ["peaks", "candidate", "baseline torch.add", "torch"] and s.peaks is PEAKS
+    assert order == ["peaks", "candidate", "candidate", "baseline torch.add", "torch"] and s.peaks is PEAKS
+    assert s.spare is not None and s.spare is not s.candidate  # the timed calls' own worker
 
 
 def test_preload_reads_the_baselines_and_the_timed_phase_sends_their_text(vector_add):
@@ -346,3 +347,41 @@ def test_the_timed_phase_needs_the_peaks_read_before(vector_add):
     with pytest.raises(RunFailure) as info:
         drive(TimedPhase()(s))
     assert info.value.status == Status.INTERNAL_ERROR and "peaks" in info.value.message
+
+
+# -- nothing of the candidate runs while a baseline is timed --------------------------------------------
+
+def test_no_candidate_worker_lives_while_a_baseline_is_timed(vector_add):
+    """The correctness phase's worker is ended before the first baseline batch; the timed calls'
+    worker (the spare) loads the library after the last "before" batch and is ended before the
+    first "after" batch (judge/engine/benchmarks.py)."""
+    from fakes import with_benchmarks
+
+    problem = with_benchmarks(vector_add, {"n": 1000}, {"n": 3000})
+    s = cpu_session(problem, mode="submit", policy=QUICK, baseline_policy=QUICK)
+    seen: list[tuple[str, str]] = []
+
+    def worker(name, role, solver=None):
+        def on(op, args, w):
+            seen.append((name, op))
+            if solver:
+                solver(op, args, w)
+        w = FakeWorker(0.002 if role == "candidate" else 0.004, name=name, role=role, on=on)
+        w.close = lambda: seen.append((name, "close"))
+        return w
+
+    s.candidate = worker("tests", "candidate")
+    s.spare = worker("timed", "candidate", CpuSolver(s))
+    s.library = {"library": "solution.so"}
+    s.baselines = [(problem.baselines[0], worker("base", baseline_role("torch")))]
+    drive(TimedPhase()(s))
+    batches = [(i, name) for i, (name, op) in enumerate(seen) if op == "time_batch"]
+    at = {e: i for i, e in reversed(list(enumerate(seen)))}  # each (name, op)'s first index
+    base = [i for i, name in batches if name == "base"]
+    timed = [i for i, name in batches if name == "timed"]
+    closed = [i for i, e in enumerate(seen) if e == ("timed", "close")]
+    assert at[("tests", "close")] < base[0]
+    before, after = [i for i in base if i < timed[0]], [i for i in base if i > timed[-1]]
+    assert before and after and len(before) + len(after) == len(base)  # no baseline batch among the candidate's
+    assert before[-1] < at[("timed", "init")] < timed[0] and timed[-1] < closed[0] < after[0]
+    assert s.candidate.name == "timed" and len(s.report.benchmarks) == 2
