@@ -34,10 +34,13 @@ if TYPE_CHECKING:
 
 def _flags_take_no_value() -> None:
     """typer's help shows every option's type, a flag's too (`--json <bool>`), as if it took a
-    value: a flag (`--json`, `--record/--no-record`, `--help`) shows none."""
+    value: a flag (`--json`, `--record/--no-record`, `--help`) shows none. A typer without that
+    hook (before 0.17: it shows no `<bool>` either) is left as it is."""
     from typer.core import TyperOption
 
-    shown = TyperOption.display_type_rich
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None:
+        return
 
     def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
         return None if self.is_bool_flag else shown(self, ctx)
