@@ -7,6 +7,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
+from judge import paths
 from judge.build import toolkit
 from judge.gpu import device
 from judge.sandbox import pidns, seccomp
@@ -57,7 +58,8 @@ def diagnose() -> list[Finding]:
     out.append(_ncu())
     no_pidns = pidns.refused()
     out.append(Finding("pid namespace", no_pidns is None,
-                       "the candidate's worker gets a pid namespace of its own" if no_pidns is None else
+                       f"the OS would give the candidate's worker one ({paths.ENV_PID_NAMESPACE}=1 asks for it; "
+                       "off by default: CUDA failed inside one on the H100 machine)" if no_pidns is None else
                        f"none for the candidate's worker ({no_pidns}): it runs in its process group only",
                        "" if no_pidns is None else "judge as root for a pid namespace per worker", required=False))
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")

@@ -116,8 +116,8 @@ class WorkerProcess:
             env["PYTHONPATH"] = str(paths.CODE_ROOT)
             env["PYTHONUNBUFFERED"] = "1"
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
-        if not torch and os.environ.get(protocol.ENV_PID_NAMESPACE, "").strip() == "0":
-            env[protocol.ENV_PID_NAMESPACE] = "0"  # no pid namespace of its own (judge/worker/native/confine.h)
+        if not torch and os.environ.get(protocol.ENV_PID_NAMESPACE, "").strip() == "1":
+            env[protocol.ENV_PID_NAMESPACE] = "1"  # a pid namespace of its own (judge/worker/native/confine.h)
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(

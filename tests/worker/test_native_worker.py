@@ -609,12 +609,13 @@ def test_without_a_pid_namespace_the_worker_carries_on(worker_bin, tmp_path):
 
 
 @nvcc_test
-def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built):
-    """Through the real client: the ready reply says whether the worker has a namespace of its own
-    and its pid there; the filter is built for that pid (a signal to itself passes, one to pid 1 is
-    refused), and the report of a killed worker's pids covers the worker's own."""
+def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built, monkeypatch):
+    """Through the real client, JUDGE_PID_NAMESPACE=1: the ready reply says whether the worker has a
+    namespace of its own and its pid there; the filter is built for that pid (a signal to itself
+    passes, one to pid 1 is refused), and the report of a killed worker's pids covers the worker's own."""
     from judge.sandbox import pidns as probe
 
+    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, "1")
     w = fake_worker()
     ready = w.wait_ready(timeout_s=30)
     own = probe.refused() is None
@@ -633,10 +634,14 @@ def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built
 
 
 @nvcc_test
-def test_no_pid_namespace_when_asked(fake_worker, built, monkeypatch):
-    """JUDGE_PID_NAMESPACE=0: the worker asks for none; it is the process the judge started, and its
-    filter's "itself" is that pid."""
-    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, "0")
+@pytest.mark.parametrize("value", [None, "0", "yes"])
+def test_no_pid_namespace_unless_asked(fake_worker, built, monkeypatch, value):
+    """By default (and with JUDGE_PID_NAMESPACE other than 1) the worker asks for none: it is the
+    process the judge started, and its filter's "itself" is that pid."""
+    if value is None:
+        monkeypatch.delenv(paths.ENV_PID_NAMESPACE, raising=False)
+    else:
+        monkeypatch.setenv(paths.ENV_PID_NAMESPACE, value)
     w = fake_worker()
     ready = w.wait_ready(timeout_s=30)
     assert ready["pid_namespace"] is False and not w.pid_namespace and ready["pid"] == w.own_pid == w.proc.pid

@@ -702,12 +702,12 @@ int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_DFL);
     Lines in;
     open_channel(in);
-    // A pid namespace of its own where the OS allows one, before any CUDA call (the context must be
-    // created in the process that uses it): from here on this is pid 2 under a waiting pid 1, or,
+    // With JUDGE_PID_NAMESPACE=1 (judge/paths.py; off by default: the CUDA runtime's first call
+    // fails inside one on the H100 machine, docs/security.md), a pid namespace of its own where the
+    // OS allows one, before any CUDA call: from here on this is pid 2 under a waiting pid 1, or,
     // where unshare was refused, the process the judge started (confine.h). Never a failure.
-    // JUDGE_PID_NAMESPACE=0 (judge/paths.py) asks for none.
     const char* wanted = getenv(JUDGE_ENV_PID_NAMESPACE);
-    bool ask = !(wanted && strcmp(wanted, "0") == 0);
+    bool ask = wanted && strcmp(wanted, "1") == 0;
     unsetenv(JUDGE_ENV_PID_NAMESPACE);
     std::string no_namespace;
     bool pid_namespace = ask && judge_confine::own_pid_namespace(no_namespace, {0, g_channel});
