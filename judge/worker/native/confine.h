@@ -59,6 +59,18 @@ inline OsError os_error(const std::string& what, int err = errno) {
     return {name ? name : "errno " + std::to_string(err), what + ": " + strerror(err)};
 }
 
+// The default action for `sig`, unblocked, so that raising it ends the process (async-signal-safe).
+inline void default_action(int sig) {
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, nullptr);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 // Async-signal-safe: raw system calls and a fixed buffer only.
 inline void on_sigsys(int, siginfo_t* info, void*) {
     static const char head[] = "judge-worker: the sandbox refused system call ";
@@ -75,14 +87,7 @@ inline void on_sigsys(int, siginfo_t* info, void*) {
     while (d) line[n++] = digits[--d];
     line[n++] = '\n';
     syscall(SYS_write, 2, line, n);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    sigaction(SIGSYS, &dfl, nullptr);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGSYS);
-    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    default_action(SIGSYS);
     syscall(SYS_tgkill, syscall(SYS_getpid), syscall(SYS_gettid), SIGSYS);
     syscall(SYS_exit_group, 128 + SIGSYS);  // not reached: the signal's default action ends the process
 }
@@ -171,14 +176,7 @@ inline void* load_solve(int fd, const std::string& path, std::string& error) {
 [[noreturn]] inline void exit_like(int status) {
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(sig, &dfl, nullptr);
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, sig);
-        sigprocmask(SIG_UNBLOCK, &set, nullptr);
+        default_action(sig);
         raise(sig);
         _exit(128 + sig);  // reached in init only: a namespace's pid 1 cannot raise on itself
     }
