@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 def _flags_take_no_value() -> None:
     """typer's help shows every option's type, a flag's too (`--json <bool>`), as if it took a
     value: a flag (`--json`, `--record/--no-record`, `--help`) shows none. A typer without that
-    hook (before 0.17: it shows no `<bool>` either) is left as it is."""
+    hook (0.27.2 on the H100 machine has none; 0.29.2 has it) is left as it is."""
     from typer.core import TyperOption
 
     shown = getattr(TyperOption, "display_type_rich", None)
