@@ -91,7 +91,8 @@ ArchFormOpt = typer.Option(None, "--arch", callback=_arch_form,
 
 
 def budget_opt(default: Optional[float], help: str) -> Any:
-    """`--budget`: seconds of GPU time, positive (a usage error otherwise)."""
+    """`--budget`: seconds of wall time per shape and target (the stopping rule's bound:
+    judge/engine/stats.py), positive (a usage error otherwise)."""
     return typer.Option(default, "--budget", callback=_positive, help=help)
 
 

@@ -97,7 +97,7 @@ def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<parti
                                                            "judged in this run is not ACCEPTED) or `regression` (a "
                                                            "result is slower than its previous one, intervals apart). "
                                                            "Repeatable."),
-            budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape (default: submit's)."),
+            budget: Optional[float] = budget_opt(None, "Most seconds (wall) of timing per shape (default: submit's)."),
             arch: Optional[str] = ArchFormOpt,
             timeout: float = typer.Option(1800.0, help="Seconds one submission may take in all before it is TIMEOUT."),
             cluster: Optional[str] = typer.Option(None, "--cluster", envvar="RAY_ADDRESS", show_envvar=True,

@@ -141,7 +141,7 @@ def compare_(problem: str = typer.Argument(..., metavar="PROBLEM", show_default=
              as_json: bool = JsonOpt, debug: bool = DebugOpt,
              device: int = DeviceOpt,
              arch: Optional[str] = ArchOpt,
-             budget: float = budget_opt(2.0, "Seconds of GPU time per shape for each solution.")) -> None:
+             budget: float = budget_opt(2.0, "Most seconds (wall) of timing per shape, each solution.")) -> None:
     """Check two solutions, then time them in one run, interleaved on the same input buffers, each
     batch checked as in `judge submit`: per shape, B against A is FASTER, SLOWER, SAME or AMBIGUOUS
     (docs/timing.md)."""
@@ -231,7 +231,7 @@ def watch(problem: str = ProblemArg,
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
           device: int = DeviceOpt,
           arch: Optional[str] = ArchOpt,
-          budget: Optional[float] = budget_opt(None, "Seconds of GPU time per shape "
+          budget: Optional[float] = budget_opt(None, "Most seconds (wall) of timing per shape "
                                                  "(default 0.5; 2 with --submit)."),
           timed: Optional[bool] = typer.Option(None, "--time/--no-time", show_default=False,
                                                help="A short timing after the tests (the default; a "

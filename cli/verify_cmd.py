@@ -38,7 +38,7 @@ def verify(problems: Optional[List[str]] = typer.Argument(None, help="Problems (
            arch: Optional[str] = ArchOpt,
            table: bool = typer.Option(False, "--table", help="Also time every reference solution against the "
                                       "baseline and regenerate the table in reference_solutions/README.md."),
-           budget: float = budget_opt(1.0, "With --table: seconds of GPU time per shape per solution."),
+           budget: float = budget_opt(1.0, "With --table: most seconds (wall) of timing per shape."),
            build_only: bool = typer.Option(False, "--build-only", help="No GPU needed: build every file and run "
                                            "the static policy; COMPILE_ERROR and REJECTED controls reach their "
                                            "verdict, the rest must build.")) -> None:

@@ -27,7 +27,7 @@ class TimingPolicy:
     min_samples: int = 20  # timed calls before the noise target may stop the loop
     min_batches: int = 10  # and batch samples: the median and its CI are over batches
     max_samples: int = 5000  # timed calls: the loop stops there ("max_samples")
-    budget_s: float = 2.0  # GPU time spent in timed calls for one target on one shape
+    budget_s: float = 2.0  # wall time of one target's timed batches on one shape (parent's checks and rests included)
     # GPU time in timed calls before the noise target may stop the loop. The CI of the median
     # assumes independent samples, but the clock follows the board's power management, so a
     # window too short sees one phase of it: with one sample per call and no hold, hgemm's medians
@@ -77,8 +77,12 @@ def summarize(samples: list[float], calls: list[float], warmup_calls: int, stop_
                  samples=len(calls), batches=len(samples), warmup_calls=warmup_calls, stop_reason=stop_reason)
 
 
-def stop_reason(samples: list[float], calls: int, spent_s: float, policy: TimingPolicy) -> str | None:
-    """Why to stop now, or None to go on. `samples`: one per timed batch; `calls`: timed calls."""
+def stop_reason(samples: list[float], calls: int, spent_s: float, policy: TimingPolicy,
+                wall_s: float | None = None) -> str | None:
+    """Why to stop now, or None to go on. `samples`: one per timed batch; `calls`: timed calls;
+    `spent_s`: their GPU time (the window `min_time_s` asks for); `wall_s`: the wall time the timed
+    batches took, everything the parent did around them included, which `budget_s` bounds (GPU
+    time where it is not given: it is never more than the wall time)."""
     n = len(samples)
     if calls >= policy.max_samples:
         return "max_samples"
@@ -87,7 +91,7 @@ def stop_reason(samples: list[float], calls: int, spent_s: float, policy: Timing
         m = median(samples)
         if m > 0 and (hi - lo) / 2 / m <= policy.noise:
             return "noise"
-    if spent_s >= policy.budget_s and n >= 3:
+    if (spent_s if wall_s is None else wall_s) >= policy.budget_s and n >= 3:
         return "budget"
     return None
 

@@ -67,7 +67,8 @@ class Timer:
         self.warm: list[float] = []
         self.samples: list[float] = []  # one per timed batch: its summed time per call
         self.calls: list[float] = []  # every timed call's time
-        self.spent_s = 0.0
+        self.spent_s = 0.0  # GPU time of the counted timed calls
+        self.wall_s = 0.0  # wall time of every timed batch, the parent's hooks around it included
         self.costs: deque[float] = deque(maxlen=COST_BATCHES)  # per batch: its costliest call (ms)
         self.k = 1
         self.reason: str | None = None
@@ -145,7 +146,9 @@ class Timer:
     def step(self) -> str | None:
         """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on. A
         batch with a late hold is not counted (the module's docstring says when holding stops)."""
+        t0 = time.perf_counter()
         times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
+        self.wall_s += time.perf_counter() - t0
         if self.last_late:
             return None
         self.unheld += not self.last_held
@@ -153,7 +156,7 @@ class Timer:
         self.samples.append(batch_sample(times))
         self.calls += times
         self.spent_s += sum(times) / 1000
-        self.reason = stop_reason(self.samples, len(self.calls), self.spent_s, self.policy)
+        self.reason = stop_reason(self.samples, len(self.calls), self.spent_s, self.policy, wall_s=self.wall_s)
         return self.reason
 
     def stats(self) -> Stats:

@@ -85,7 +85,7 @@ class JobSpec(_Model):
     mode: Mode = "submit"  # submit: tests + timing; test: tests only; build: the GPU-free path (a BuildCheck)
     device: int | None = 0  # the GPU's NVML (physical) index; None: none (mode build only)
     arch: str | None = None  # default: the GPU's
-    budget_s: float | None = None  # seconds of GPU time per shape; default: `judge submit`'s
+    budget_s: float | None = None  # seconds of timing per shape (wall, at most); default: `judge submit`'s
     runner: Runner = Field(default_factory=LocalRunner)
 
 

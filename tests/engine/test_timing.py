@@ -166,3 +166,28 @@ def test_a_worker_that_cannot_hold_is_timed_unheld_not_forever():
     stats = drive(time_target(w, POLICY, 10.0, lambda n: n, max_k=8))
     assert stats.held is False and stats.batches >= POLICY.min_batches
     assert w.hold_asked[0] is True and not any(w.hold_asked[1:])
+
+
+# -- --budget bounds the wall time ---------------------------------------------------------------------------
+def test_the_budget_bounds_the_timed_batches_wall_time_the_parents_checks_and_rests_included():
+    """issue 17: `--budget 0.3` took 17 s when it counted GPU time only. A target that never meets
+    its noise target stops once its timed batches took `budget_s` of wall time (the worker's rests
+    and the parent's checks around each batch included), one batch over at most."""
+    import time
+
+    budget = 0.3
+    policy = TimingPolicy(min_batches=10_000, warmup_ms=0.5, batch_s=0.01, budget_s=budget,
+                          min_time_s=0.0, rest=1.0)
+    def checks(k, times):  # the parent's work after each batch
+        time.sleep(0.01)
+
+    w = FakeWorker(0.5, realtime=True)  # 0.5 ms calls, each resting as long as it ran
+    t = Timer(w, policy, 10.0, after_batch=checks)
+    t.warm_up()
+    t0 = time.perf_counter()
+    while not t.step():
+        pass
+    took = time.perf_counter() - t0
+    one_batch = max(w.asked) * 0.5e-3 * 2 + 0.01
+    assert t.reason == "budget" and budget <= took <= budget + one_batch + 0.1, (took, one_batch)
+    assert t.spent_s < budget / 2  # GPU time alone would have run on past 0.6 s of wall time
