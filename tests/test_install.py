@@ -99,6 +99,8 @@ def test_fresh_venv_readme_setup_and_tour(clone, env, tmp_path):
     assert "prototype" in ok(run([judge, "show", "vector_add"], work, env)).stdout
     ok(run([judge, "init", "vector_add", "-o", "x.cu"], work, env))
     assert 'extern "C" void solve(' in (work / "x.cu").read_text()
+    if shutil.which("nvcc"):  # build + static policy, no GPU; the starter names its problem
+        assert "OK: it builds" in ok(run([judge, "check", "x.cu"], work, env)).stdout
     ok(run([judge, "validate", str(clone / "problems" / "vector_add")], work, env))
     ok(run([judge, "solution", "vector_add"], work, env))
     ok(run([judge, "hint", "vector_add"], work, env))

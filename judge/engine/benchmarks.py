@@ -1,4 +1,4 @@
-"""The timed phase of a submit run (DESIGN.md §6, docs/timing.md): `TimedPhase`.
+"""The timed phase of a submit run (docs/timing.md): `TimedPhase`.
 
 Three passes over the benchmark shapes, so that nothing of the submission runs while a baseline
 is timed (its worker could slow a baseline down from another thread, or leave work queued on the

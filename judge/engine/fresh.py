@@ -1,4 +1,4 @@
-"""Fresh inputs for every timed call (DESIGN.md §5): the parent's side of the candidate's timed
+"""Fresh inputs for every timed call (docs/security.md, "Inputs"): the parent's side of the candidate's timed
 batches on one benchmark shape.
 
 The worker's timed calls rotate over the shape's input slots, and after the warm-up a batch has at

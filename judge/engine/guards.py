@@ -1,4 +1,4 @@
-"""The parent's runtime guards (DESIGN.md §5, docs/security.md): what the parent checks itself,
+"""The parent's runtime guards (docs/security.md): what the parent checks itself,
 around what the worker claims.
 
 - memory blame: device memory exhausted in the parent is the submission's fault once solve() has

@@ -1,4 +1,4 @@
-"""The timing method's statistics (DESIGN.md §6): median with a distribution-free confidence
+"""The timing method's statistics (docs/timing.md): median with a distribution-free confidence
 interval, and the adaptive stopping rule. Pure Python (no torch, no pydantic at import): the
 tests drive it with synthetic samples. The parent runs the loop (judge/engine/timing.py): the
 worker only times the batches it is asked for.

@@ -1,4 +1,4 @@
-"""The timing loop the parent drives (DESIGN.md §6): warm-up, then batches until the stopping rule.
+"""The timing loop the parent drives (docs/timing.md): warm-up, then batches until the stopping rule.
 
 The worker times the calls it is told to (events around each call, L2 flushed and outputs
 poisoned before each); the parent decides when to stop, and bounds every batch's reported GPU

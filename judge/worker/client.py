@@ -1,4 +1,4 @@
-"""Start and talk to a worker process on the local GPU (DESIGN.md §5, §7 `local`).
+"""Start and talk to a worker process on the local GPU (docs/security.md, "Process layout").
 
 A candidate (a submission, `judge compare`'s A and B) runs in the native worker
 (judge/worker/native/worker.cu, built and cached by judge/worker/native_build.py), confined by the
