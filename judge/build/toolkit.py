@@ -31,17 +31,21 @@ def cuda_home() -> str | None:
     return str(guess) if (guess / "include" / "cuda_runtime.h").exists() else None
 
 
-@cache
-def nvcc_version() -> str | None:
-    """`13.0.88` or None when nvcc is missing or broken."""
+def _nvcc_says(flag: str) -> str | None:
+    """What `nvcc FLAG` prints, or None when nvcc is missing or does not answer."""
     nvcc = nvcc_path()
     if not nvcc:
         return None
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return subprocess.run([nvcc, flag], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"V(\d+\.\d+\.\d+)", out)
+
+
+@cache
+def nvcc_version() -> str | None:
+    """`13.0.88` or None when nvcc is missing or broken."""
+    m = re.search(r"V(\d+\.\d+\.\d+)", _nvcc_says("--version") or "")
     return m.group(1) if m else None
 
 
@@ -49,15 +53,7 @@ def nvcc_version() -> str | None:
 def gpu_codes() -> tuple[str, ...] | None:
     """The real architectures this nvcc builds for (`sm_75`, `sm_80`, ...; the `a`/`f` variants are
     not listed), or None when nvcc is missing or does not say."""
-    nvcc = nvcc_path()
-    if not nvcc:
-        return None
-    try:
-        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    codes = tuple(re.findall(r"\bsm_\d+\b", out))
-    return codes or None
+    return tuple(re.findall(r"\bsm_\d+\b", _nvcc_says("--list-gpu-code") or "")) or None
 
 
 def cudart_dir() -> str | None:
