@@ -152,6 +152,11 @@ class Report(_M):
     environment: Environment = Environment()
     started_at: str = ""
     wall_s: float = 0.0
+    # Where the wall time went, seconds by phase in the order they ran (`Session.phase`): "build"
+    # (the static check, nvcc, the workers' and torch's start beside it), "preload", "load",
+    # "tests", then in submit mode "load baselines", "baselines before", "load (timed)", "candidate",
+    # "baselines after"; and "close" (the workers ended). In --json only.
+    phases_s: dict[str, float] = {}
 
     @property
     def exit_code(self) -> int:

@@ -73,24 +73,28 @@ class TimedPhase:
     """The candidate timed against the baselines on every benchmark shape, into the report."""
 
     def __call__(self, s: Session) -> Iterator[Event]:
-        yield from self.load_baselines(s)
-        peaks = self.peaks(s)
         benches = s.problem.spec.benchmarks
-        s.retire_candidate()  # the correctness phase's worker: gone before any baseline is timed
-        before = []
-        for j, w in enumerate(benches):
-            before.append((yield from self.baselines_pass(s, j, w, "before")))
+        with s.phase("load baselines"):
+            yield from self.load_baselines(s)
+            peaks = self.peaks(s)
+            s.retire_candidate()  # the correctness phase's worker: gone before any baseline is timed
+        before, timed = [], []
+        with s.phase("baselines before"):
+            for j, w in enumerate(benches):
+                before.append((yield from self.baselines_pass(s, j, w, "before")))
         yield Stage("loading the library into a fresh worker for the timed calls")
-        s.fresh_candidate()
-        timed = []
-        for j, w in enumerate(benches):
-            timed.append((yield from self.candidate_pass(s, j, w, peaks)))
-        s.retire_candidate()
-        for j, w in enumerate(benches):
-            after = yield from self.baselines_pass(s, j, w, "after")
-            result = self.result(s, w, before[j], timed[j], after)
-            s.report.benchmarks.append(result)
-            yield BenchDone(j, len(benches), result)
+        with s.phase("load (timed)"):
+            s.fresh_candidate()
+        with s.phase("candidate"):
+            for j, w in enumerate(benches):
+                timed.append((yield from self.candidate_pass(s, j, w, peaks)))
+            s.retire_candidate()
+        with s.phase("baselines after"):
+            for j, w in enumerate(benches):
+                after = yield from self.baselines_pass(s, j, w, "after")
+                result = self.result(s, w, before[j], timed[j], after)
+                s.report.benchmarks.append(result)
+                yield BenchDone(j, len(benches), result)
         s.report.geomean_speedup = geomean(r.speedup for r in s.report.benchmarks)
         if s.problem.baselines:
             s.report.baseline_name = s.problem.baselines[0].name

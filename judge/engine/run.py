@@ -63,19 +63,24 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
                     started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     s = Session(problem, opts, report)
     try:
-        arch = check_source(s, source)
-        prepared = yield from build_and_start(s, source, arch)
-        preload(s)
+        with s.phase("build"):
+            arch = check_source(s, source)
+            prepared = yield from build_and_start(s, source, arch)
+        with s.phase("preload"):
+            preload(s)
         yield Stage("starting the worker")
-        s.load(s.candidate, prepared.load)
-        yield from phases.correctness(s)
+        with s.phase("load"):
+            s.load(s.candidate, prepared.load)
+        with s.phase("tests"):
+            yield from phases.correctness(s)
         if opts.mode == "submit" and problem.spec.benchmarks:
             yield from phases.timed(s)
         report.status = Status.ACCEPTED
     except RunFailure as f:
         report.status, report.message = f.status, f.message
     finally:
-        s.close()
+        with s.phase("close"):
+            s.close()
     report.wall_s = round(time.perf_counter() - t0, 3)
     yield Finished(report)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,6 +93,16 @@ class Session:
         # measured peaks, and the text of every baseline's file (what its worker executes).
         self.peaks: device.Peaks | None = None
         self.baseline_sources: dict[str, str] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """The block's wall time into `report.phases_s[name]` when it ends, by failure too."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = self.report.phases_s.get(name, 0.0) + time.perf_counter() - t0
+            self.report.phases_s[name] = round(spent, 3)
 
     # -- what the parts read ----------------------------------------------------------------------
     @property

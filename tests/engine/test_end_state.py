@@ -385,3 +385,7 @@ def test_no_candidate_worker_lives_while_a_baseline_is_timed(vector_add):
     assert before and after and len(before) + len(after) == len(base)  # no baseline batch among the candidate's
     assert before[-1] < at[("timed", "init")] < timed[0] and timed[-1] < closed[0] < after[0]
     assert s.candidate.name == "timed" and len(s.report.benchmarks) == 2
+    # where the wall time went, by pass, in the order the passes ran (Report.phases_s)
+    assert list(s.report.phases_s) == ["load baselines", "baselines before", "load (timed)", "candidate",
+                                       "baselines after"]
+    assert all(v >= 0 for v in s.report.phases_s.values()) and s.report.phases_s["candidate"] > 0

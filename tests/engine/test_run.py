@@ -55,6 +55,7 @@ def test_compile_error_verdict_from_a_prebuilt_result(vector_add, tmp_path):
     assert report.problem == "vector_add" and report.mode == "test" and report.environment.arch == "sm_90a"
     assert [type(e) for e in events] == [Stage, Built, Finished]
     assert report.wall_s >= 0 and report.started_at
+    assert list(report.phases_s) == ["build", "close"]  # the build failed: no phase after it ran
 
 
 @pytest.mark.skipif(not NO_GPU, reason="the no-GPU verdict")
