@@ -36,15 +36,24 @@ class TimingPolicy:
     # candidate median of hgemm 06 and vector_add 02 within 0.23% over 5 runs (baselines 0.87%),
     # and cut their verdicts from 13-14 s to 6-10 s.
     min_time_s: float = 0.1
+    # ... or this much wall time of timed batches, whichever comes first: the power management's
+    # phases pass in wall time, and a short call's batches are spread over far more wall time than
+    # GPU time by the parent's fresh inputs and checks around each (vector_add's 0.14 ms calls
+    # took 2.3 s of wall time to fill 0.1 s of GPU time).
+    min_wall_s: float = 0.3
     warmup_ms: float = 25.0
     min_warmup_calls: int = 3
-    batch_s: float = 0.05  # GPU time per batch between stopping checks
+    # GPU time per batch between stopping checks (the input slots cap a batch too: 8 calls at most).
+    # It was 0.05: then every call under 6 ms had 8 per batch, and the minimum window of 10 batches
+    # was 80 calls, 0.35 s per run of flash_attn's baselines at N = 16384 (4.4 ms calls) where 20
+    # calls meet min_samples and min_time_s. Shorter batches also mean less to front-load.
+    batch_s: float = 0.01
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
     hold: bool = True  # hold each call on the GPU until it is issued (judge/engine/timing.py)
 
     def for_baseline(self) -> TimingPolicy:
         """Each baseline run (before and after the candidate) gets half the candidate's time."""
-        return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2)
+        return replace(self, budget_s=self.budget_s / 2, min_time_s=self.min_time_s / 2, min_wall_s=self.min_wall_s / 2)
 
 
 def median_ci(samples: list[float], z: float = 1.96) -> tuple[float, float]:
@@ -81,17 +90,20 @@ def stop_reason(samples: list[float], calls: int, spent_s: float, policy: Timing
                 wall_s: float | None = None) -> str | None:
     """Why to stop now, or None to go on. `samples`: one per timed batch; `calls`: timed calls;
     `spent_s`: their GPU time (the window `min_time_s` asks for); `wall_s`: the wall time the timed
-    batches took, everything the parent did around them included, which `budget_s` bounds (GPU
-    time where it is not given: it is never more than the wall time)."""
+    batches took, everything the parent did around them included, which `budget_s` bounds and
+    which meets the window at `min_wall_s` (GPU time where it is not given: it is never more than
+    the wall time)."""
     n = len(samples)
+    wall = spent_s if wall_s is None else wall_s
     if calls >= policy.max_samples:
         return "max_samples"
-    if n >= policy.min_batches and calls >= policy.min_samples and spent_s >= min(policy.min_time_s, policy.budget_s):
+    window = spent_s >= min(policy.min_time_s, policy.budget_s) or wall >= min(policy.min_wall_s, policy.budget_s)
+    if n >= policy.min_batches and calls >= policy.min_samples and window:
         lo, hi = median_ci(samples)
         m = median(samples)
         if m > 0 and (hi - lo) / 2 / m <= policy.noise:
             return "noise"
-    if (spent_s if wall_s is None else wall_s) >= policy.budget_s and n >= 3:
+    if wall >= policy.budget_s and n >= 3:
         return "budget"
     return None
 

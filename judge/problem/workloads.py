@@ -31,12 +31,18 @@ def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
         out.copy_(torch.randint(int(low), int(high), out.shape, generator=g,
                                 device=out.device, dtype=torch.int64))
         return
-    x = torch.empty(out.shape, dtype=torch.float32, device=out.device)
+    # Drawn in float32 and scaled in float32, then rounded once to out's dtype. A float32 `out` is
+    # drawn in place (the same values, one pass instead of four: the judge re-draws every timed
+    # call's inputs); another dtype gets the product written into it by the multiply.
+    x = out if out.dtype == torch.float32 else torch.empty(out.shape, dtype=torch.float32, device=out.device)
     if spec.init == "randn":
-        x.normal_(generator=g).mul_(scale)
+        x.normal_(generator=g)
     else:
-        x.uniform_(low, high, generator=g).mul_(scale)
-    out.copy_(x)
+        x.uniform_(low, high, generator=g)
+    if x is not out:
+        torch.mul(x, scale, out=out)
+    elif scale != 1.0:
+        out.mul_(scale)
 
 
 def fill_inputs(problem: Problem, workload: Workload, tensors: dict[str, torch.Tensor],

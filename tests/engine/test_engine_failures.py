@@ -2,6 +2,8 @@
 that fail in every way a worker can, as the candidate, as a baseline, and as `judge compare`'s A or B."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
@@ -146,8 +148,12 @@ def test_a_worker_that_does_not_start_is_the_judges_problem(vector_add, role):
 
 # -- the timed phase, end to end on the CPU ---------------------------------------------------------
 
-def test_timed_shape_on_the_cpu(vector_add):
-    s = cpu_session(vector_add, mode="submit", policy=QUICK, baseline_policy=QUICK)
+def test_timed_shape_on_the_cpu(vector_add, monkeypatch):
+    # the noise rule, not the wall-time budget, ends the loop (a loaded CPU ran out of QUICK's 0.05 s
+    # after 3 batches), and the re-check's budget is never reached
+    steady = replace(QUICK, budget_s=10.0)
+    monkeypatch.setattr(reservoir, "CHECK_BUDGET_S", 60.0)
+    s = cpu_session(vector_add, mode="submit", policy=steady, baseline_policy=steady)
     s.candidate = FakeWorker(0.002, on=CpuSolver(s))
     s.baselines = [(vector_add.baselines[0], FakeWorker(0.004, role=baseline_role("torch"), on=CpuSolver(s)))]
     r = drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))

@@ -19,7 +19,9 @@ from judge.engine.stats import TimingPolicy
 from judge.gpu import device, health
 from judge.problem import spec
 
-QUICK = TimingPolicy(min_samples=5, min_batches=10, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0,
+# The budget is far off: with constant fake times the noise rule stops at min_batches (a wall-time
+# budget of 0.05 s stopped a loaded CPU after 6 batches).
+QUICK = TimingPolicy(min_samples=5, min_batches=10, warmup_ms=0.0, batch_s=0.00001, budget_s=5, min_time_s=0.0,
                      rest=0.0)
 
 
@@ -189,3 +191,40 @@ def test_the_stash_is_checked_against_its_own_draw(vector_add, monkeypatch):
             assert f.status == Status.WRONG_ANSWER
             outcomes["caught"] += 1
     assert 2 <= outcomes["caught"] <= 25 and outcomes["caught"] + outcomes[1] == 100
+
+
+def test_the_check_stops_after_its_budget_but_never_before_min_checks():
+    """Costly references (flash_attn at N = 16384): at least MIN_CHECKS kept calls are checked,
+    then only while the budget lasts; a budget that is never reached checks them all."""
+    import time
+
+    checked: list[int] = []
+
+    def full(rng: random.Random) -> Reservoir[int]:
+        r: Reservoir[int] = Reservoir(8, lambda slot, entry: slot,
+                                      lambda what, entry: (checked.append(what), time.sleep(0.02)), rng)
+        for b in range(40):
+            r.add(list(range(8 * b, 8 * b + 8)))
+        return r
+
+    assert full(random.Random(5)).check(budget_s=0.0) == reservoir.MIN_CHECKS == 3 and len(checked) == 3
+    checked.clear()
+    assert full(random.Random(5)).check(budget_s=0.05) in (3, 4)  # 3 checks took 60 ms already
+    checked.clear()
+    assert full(random.Random(5)).check(budget_s=60) == 8 and len(set(checked)) == 8
+
+
+def test_a_budgeted_check_is_still_uniform_over_the_timed_calls():
+    """The checked calls are a random prefix of the kept ones: each timed call is checked with
+    probability MIN_CHECKS / calls when the budget stops the check at MIN_CHECKS."""
+    trials, n, rng = 20000, 320, random.Random(6)
+    seen: Counter[int] = Counter()
+    for _ in range(trials):
+        got: list[int] = []
+        r: Reservoir[int] = Reservoir(8, lambda slot, entry: slot, lambda what, entry: got.append(what), rng)
+        for b in range(n // 8):
+            r.add(list(range(8 * b, 8 * b + 8)))
+        assert r.check(budget_s=0.0) == 3
+        seen.update(got)
+    expected = trials * 3 / n
+    assert all(abs(seen[c] - expected) < 5 * expected ** 0.5 for c in range(n))

@@ -122,9 +122,21 @@ def test_noise_waits_for_the_minimum_time():
     assert stop_reason(steady, 100, 0.1, TimingPolicy(noise=0.01, min_time_s=0.3, budget_s=0.05)) == "noise"
 
 
+def test_the_window_is_met_by_gpu_time_or_by_wall_time_whichever_comes_first():
+    """Short calls fill little GPU time in much wall time (the parent's fresh inputs and checks
+    around each batch): the power management's phases pass in wall time, so min_wall_s of the
+    timed batches' wall time meets the window too; long calls meet it by GPU time first."""
+    steady = [1.0 + 0.001 * (i % 3) for i in range(100)]
+    p = TimingPolicy(noise=0.01, min_samples=20, min_time_s=0.1, min_wall_s=0.3, budget_s=2.0)
+    assert stop_reason(steady, 100, 0.01, p, wall_s=0.29) is None
+    assert stop_reason(steady, 100, 0.01, p, wall_s=0.3) == "noise"  # vector_add: 0.14 ms calls
+    assert stop_reason(steady, 100, 0.1, p, wall_s=0.15) == "noise"  # flash_attn at N = 16384
+    assert stop_reason(steady[:9], 100, 0.01, p, wall_s=1.0) is None  # still min_batches
+
+
 def test_baselines_get_half():
-    b = TimingPolicy(budget_s=2.0, min_time_s=0.3, noise=0.01).for_baseline()
-    assert (b.budget_s, b.min_time_s, b.noise) == (1.0, 0.15, 0.01)
+    b = TimingPolicy(budget_s=2.0, min_time_s=0.3, min_wall_s=0.4, noise=0.01).for_baseline()
+    assert (b.budget_s, b.min_time_s, b.min_wall_s, b.noise) == (1.0, 0.15, 0.2, 0.01)
 
 
 def test_noisy_samples_go_on_until_budget():
