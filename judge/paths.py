@@ -36,9 +36,10 @@ ENV_CONFINE = "JUDGE_CONFINE"
 # with every refusal turned into a logged notification (judge/worker/native/learn.h); the calls the
 # filter would refuse are appended to FILE and run. Such a run reports `confined: false`.
 ENV_SECCOMP_LEARN = "JUDGE_SECCOMP_LEARN"
-# "1": a candidate's worker asks for a pid namespace of its own (judge/worker/native/confine.h) and
-# carries on without one where the OS refuses; anything else (the default): it asks for none, since
-# the CUDA runtime fails inside one on the H100 machine (docs/security.md, "A pid namespace").
+# "0": a candidate's worker runs without a pid namespace of its own; anything else (the default): it
+# asks for one, with a /proc of its own (judge/worker/native/confine.h), and carries on without one
+# where the OS refuses (not root); a namespace whose /proc cannot be mounted fails its start-up
+# (docs/security.md, "A pid namespace of its own").
 ENV_PID_NAMESPACE = "JUDGE_PID_NAMESPACE"
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"

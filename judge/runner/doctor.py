@@ -56,12 +56,7 @@ def diagnose() -> list[Finding]:
                        "to judge without the sandbox"))
     out.append(_numpy())
     out.append(_ncu())
-    no_pidns = pidns.refused()
-    out.append(Finding("pid namespace", no_pidns is None,
-                       f"the OS would give the candidate's worker one ({paths.ENV_PID_NAMESPACE}=1 asks for it; "
-                       "off by default: CUDA failed inside one on the H100 machine)" if no_pidns is None else
-                       f"none for the candidate's worker ({no_pidns}): it runs in its process group only",
-                       "" if no_pidns is None else "judge as root for a pid namespace per worker", required=False))
+    out.append(_pid_namespace())
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
     out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
     out.append(_docker())
@@ -82,6 +77,25 @@ def _numpy() -> Finding:
         return Finding("numpy", True, version("numpy"), required=False)
     except PackageNotFoundError:
         return Finding("numpy", True, "installed", required=False)
+
+
+def _pid_namespace() -> Finding:
+    """The candidate's worker in a pid namespace of its own (judge/sandbox/pidns.py). Required only
+    where it is asked for (the default) and the OS gives the namespace but not its /proc: every
+    worker would fail to start."""
+    name, off = "pid namespace", f"{paths.ENV_PID_NAMESPACE}=0"
+    if not pidns.wanted():
+        return Finding(name, False, f"none for the candidate's worker: {off} turns it off", required=False)
+    found = pidns.probe()
+    if found.no_proc:
+        return Finding(name, False, f"the OS gives the candidate's worker one but not its /proc ({found.no_proc}): "
+                       "the worker would not start (CUDA needs the namespace's own /proc)",
+                       f"judge where /proc can be mounted (root, not a container that masks /proc), or set {off}")
+    if found.refused:
+        return Finding(name, False, f"none for the candidate's worker ({found.refused}): it runs in its process "
+                       "group only", "judge as root for a pid namespace per worker", required=False)
+    return Finding(name, True, f"the candidate's worker gets one, with its own /proc ({off} turns it off)",
+                   required=False)
 
 
 def _ncu() -> Finding:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import paths
-from judge.sandbox import parent, seccomp
+from judge.sandbox import parent, pidns, seccomp
 from judge.sandbox.memwatch import MemoryWatch, default_limit, descendants
 from judge.worker import native_build, protocol
 from judge.worker.protocol import Op
@@ -116,8 +116,8 @@ class WorkerProcess:
             env["PYTHONPATH"] = str(paths.CODE_ROOT)
             env["PYTHONUNBUFFERED"] = "1"
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
-        if not torch and os.environ.get(protocol.ENV_PID_NAMESPACE, "").strip() == "1":
-            env[protocol.ENV_PID_NAMESPACE] = "1"  # a pid namespace of its own (judge/worker/native/confine.h)
+        if not torch and not pidns.wanted():  # unset: a pid namespace of its own (judge/worker/native/confine.h)
+            env[protocol.ENV_PID_NAMESPACE] = "0"
         log = open(self.log_path, "wb")
         try:
             self.proc = subprocess.Popen(

@@ -71,7 +71,7 @@ POISON_BYTES = (*range(0x40, 0x80), *range(0xC0, 0x100))
 
 # -- the result channel ------------------------------------------------------------------------------
 ENV_FD = paths.ENV_WORKER_FD
-ENV_PID_NAMESPACE = paths.ENV_PID_NAMESPACE  # "1": the native worker asks for a pid namespace
+ENV_PID_NAMESPACE = paths.ENV_PID_NAMESPACE  # "0": the native worker asks for no pid namespace
 NONCE_HEX = 32  # lowercase hex digits of a nonce
 NONCE = re.compile(rf"[0-9a-f]{{{NONCE_HEX}}}")
 REPLY_CAP_BYTES = 1 << 20  # one reply line; the largest real one (1000 times) is ~25 KB

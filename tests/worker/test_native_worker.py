@@ -10,8 +10,10 @@
   the timed call's steps and the check records' layout (nvcc and gcc);
 - the confinement's self-test mode: a refused system call kills by SIGSYS, naming it, and a thread
   started before the filter has it too (TSYNC);
-- the pid namespace of its own (where this machine allows one): pid 2 under a waiting pid 1, killed
-  with its top process, its end passed up unchanged; without one where the OS refuses.
+- the pid namespace of its own (the default, where this machine allows one): pid 2 under a waiting
+  pid 1, with a /proc of its own (what the CUDA driver needs) that the host's never sees, killed
+  with its top process, its end passed up unchanged; without one where the OS refuses or
+  JUDGE_PID_NAMESPACE=0; a clear start-up failure where its /proc cannot be mounted.
 """
 from __future__ import annotations
 
@@ -57,7 +59,8 @@ def built(tmp_path_factory) -> Path:
         pytest.skip("needs gcc and g++")
     out = tmp_path_factory.mktemp("native")
     out.chmod(0o700)
-    for src, name in (("fake_cudart.c", "fake_cudart.so"), ("cpu_solve.c", "cpu_solve.so"), ("abi.c", "abi.so")):
+    for src, name in (("fake_cudart.c", "fake_cudart.so"), ("cpu_solve.c", "cpu_solve.so"), ("abi.c", "abi.so"),
+                      ("fake_mount.c", "fake_mount.so")):
         subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(out / name), str(HERE / src)], check=True)
     subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(NATIVE), "-o",
                     str(out / "host_test"), str(HERE / "host_test.cc"), "-ldl"], check=True)
@@ -278,13 +281,16 @@ def _args(n: int = 16, scale: float = 2.5) -> list[dict]:
 
 @pytest.fixture
 def fake_worker(worker_bin, built, monkeypatch):
-    """fake_worker(fail=None) → a started WorkerProcess of the real native worker whose CUDA runtime
-    calls are fake_cudart.c's (FAKE_CUDART_FAIL=fail makes one of them fail)."""
+    """fake_worker(fail=None, no_mount=None) → a started WorkerProcess of the real native worker whose
+    CUDA runtime calls are fake_cudart.c's (FAKE_CUDART_FAIL=fail makes one of them fail); with
+    `no_mount` ("proc" or "private") fake_mount.c refuses that mount."""
     made = []
     monkeypatch.delenv(paths.ENV_CONFINE, raising=False)
 
-    def make(fail: str | None = None) -> WorkerProcess:
-        env = [f"LD_PRELOAD={built / 'fake_cudart.so'}"] + ([f"FAKE_CUDART_FAIL={fail}"] if fail else [])
+    def make(fail: str | None = None, no_mount: str | None = None) -> WorkerProcess:
+        preload = ":".join(str(built / f) for f in ("fake_cudart.so", *(["fake_mount.so"] if no_mount else [])))
+        env = [f"LD_PRELOAD={preload}"] + ([f"FAKE_CUDART_FAIL={fail}"] if fail else [])
+        env += [f"FAKE_MOUNT_FAIL={no_mount}"] if no_mount else []
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(local, "command", lambda torch=False: ["env", *env, str(worker_bin)])
             w = WorkerProcess(device=0)
@@ -313,6 +319,7 @@ def test_the_whole_protocol_on_a_fake_runtime(fake_worker, built):
     assert ready["ready"] is True and ready["pid"] == w.own_pid  # 2 in a pid namespace of its own
     # before CUDA: the channel's variable is gone and no fd is inheritable
     assert "fake: cudaSetDevice 0 env=unset inheritable=[]" in _log(w)
+    assert f"fake: proc_self={w.own_pid} pid={w.own_pid}" in _log(w)  # the driver's /proc/self: itself
     assert "fake: stream flags=0 priority=-5" in _log(w)  # the checks' stream: blocking, highest priority
     assert w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so")) == \
         {"nonce": w.nonce, "ok": True}
@@ -508,9 +515,10 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _pidns_selftest(worker_bin: Path, action: str, out: Path, user: int | None = None) -> subprocess.Popen:
+def _pidns_selftest(worker_bin: Path, action: str, out: Path, user: int | None = None,
+                    env: dict[str, str] | None = None) -> subprocess.Popen:
     """`judge-worker --selftest-pidns ACTION` in a session of its own (as the judge starts a worker),
-    its stdout and stderr into `out`, run as `user` if given."""
+    its stdout and stderr into `out`, run as `user` if given, with `env` added to its environment."""
     def demote() -> None:
         if user is not None:
             os.setgroups([])
@@ -520,18 +528,24 @@ def _pidns_selftest(worker_bin: Path, action: str, out: Path, user: int | None =
     with open(out, "wb") as log:
         return subprocess.Popen([str(worker_bin), "--selftest-pidns", action], stdin=subprocess.PIPE, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=demote,
-                                env={"PATH": os.environ.get("PATH", "")})
+                                env={"PATH": os.environ.get("PATH", ""), **(env or {})})
 
 
 def _said(out: Path, timeout_s: float = 20.0) -> dict[str, str]:
-    """The self-test's first line, `selftest: pid_namespace=B pid=N ppid=M[ why=...]`, as a dict."""
+    """The self-test's first line, `selftest: pid_namespace=B pid=N ppid=M proc_self=P[ why=...]`, as a dict."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        m = re.search(r"^selftest: pid_namespace=(\d) pid=(\d+) ppid=(\d+)(?: why=(.*))?$", out.read_text(), re.M)
+        m = re.search(r"^selftest: pid_namespace=(\d) pid=(\d+) ppid=(\d+) proc_self=(\S+)(?: why=(.*))?$",
+                      out.read_text(), re.M)
         if m:
-            return {"own": m.group(1), "pid": m.group(2), "ppid": m.group(3), "why": m.group(4) or ""}
+            return {"own": m.group(1), "pid": m.group(2), "ppid": m.group(3), "proc_self": m.group(4),
+                    "why": m.group(5) or ""}
         time.sleep(0.05)
     raise AssertionError(f"the self-test said nothing: {out.read_text()!r}")
+
+
+def _mounts(pid: int | str = "self") -> list[str]:
+    return Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
 
 
 @pytest.fixture
@@ -546,10 +560,10 @@ def pidns(worker_bin, tmp_path):
 
 @nvcc_test
 def test_the_worker_is_pid_2_of_its_own_namespace_and_dies_with_its_parent(pidns, tmp_path):
-    """Where unshare(CLONE_NEWPID) is allowed (root): the process the judge started waits for an
-    init (pid 1 of a new namespace) that waits for the worker (pid 2, its parent pid 1); all three
-    are in the judge's process group; killing the top process alone ends the other two (init by
-    PR_SET_PDEATHSIG, the worker with its namespace)."""
+    """Where unshare(CLONE_NEWPID | CLONE_NEWNS) is allowed (root): the process the judge started
+    waits for an init (pid 1 of a new namespace) that waits for the worker (pid 2, its parent pid 1);
+    all three are in the judge's process group; killing the top process alone ends the other two
+    (init by PR_SET_PDEATHSIG, the worker with its namespace)."""
     out = tmp_path / "out"
     p = _pidns_selftest(pidns, "wait", out)
     try:
@@ -574,6 +588,49 @@ def test_the_worker_is_pid_2_of_its_own_namespace_and_dies_with_its_parent(pidns
 
 
 @nvcc_test
+def test_the_worker_has_its_namespaces_proc_and_the_host_keeps_its_own(pidns, tmp_path):
+    """The CUDA driver reads /proc for the process it runs in: without a /proc of the namespace's
+    own, /proc/self named the host's pid and /proc/2 another process, and the first CUDA call failed
+    (cudaErrorOperatingSystem, the H100 machine, 2026-11-24). Inside, /proc/self is pid 2, in a
+    mount namespace of the worker's own whose mounts are private; the judge's /proc and mount tree
+    do not change, while the worker runs nor after it."""
+    before = _mounts()
+    out = tmp_path / "out"
+    p = _pidns_selftest(pidns, "wait", out)
+    try:
+        said = _said(out)
+        assert said["own"] == "1" and said["proc_self"] == said["pid"] == "2", said
+        init, worker = sorted(local.descendants(p.pid), key=lambda pid: _ns_pid(pid)[-1])
+        assert os.readlink(f"/proc/{worker}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+        assert os.readlink(f"/proc/{worker}/ns/mnt") == os.readlink(f"/proc/{init}/ns/mnt")
+        theirs = _mounts(worker)
+        assert [m for m in theirs if " /proc " in m and " - proc " in m], theirs
+        assert not [m for m in theirs if " shared:" in m], theirs  # nothing propagates back to the host
+        assert _mounts() == before and os.readlink("/proc/self") == str(os.getpid())
+        p.stdin.close()
+        assert p.wait(timeout=20) == 0, out.read_text()
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    assert _mounts() == before and os.readlink("/proc/self") == str(os.getpid())
+    assert Path(f"/proc/{os.getpid()}/stat").read_text().split()[0] == str(os.getpid())
+
+
+@nvcc_test
+@pytest.mark.parametrize("step, message", [
+    ("proc", "mounting /proc for the pid namespace: Operation not permitted (EPERM)"),
+    ("private", "making the mounts private for the pid namespace's /proc: Operation not permitted (EPERM)")])
+def test_a_namespace_without_its_proc_is_a_failure_not_a_silent_worker(pidns, built, tmp_path, step, message):
+    """Where the OS gives the namespaces but refuses a mount (fake_mount.c), the worker does not
+    carry on in a namespace where CUDA would fail: it says which mount and why, and exits 1."""
+    out = tmp_path / "out"
+    p = _pidns_selftest(pidns, "exit", out, env={"LD_PRELOAD": str(built / "fake_mount.so"), "FAKE_MOUNT_FAIL": step})
+    assert p.wait(timeout=20) == 1, out.read_text()
+    assert out.read_text().splitlines() == [f"selftest: {message}"]
+
+
+@nvcc_test
 @pytest.mark.parametrize("action, code", [("exit", 7), ("wait", 0), ("xfsz", -signal.SIGXFSZ)])
 def test_the_workers_end_reaches_the_judge_through_its_namespace(pidns, tmp_path, action, code):
     """The top process ends as the worker did: its exit status, or death by its signal. SIGXFSZ (the
@@ -592,7 +649,7 @@ def test_the_workers_end_reaches_the_judge_through_its_namespace(pidns, tmp_path
 @pytest.mark.skipif(not IS_ROOT, reason="runs the worker as nobody, which needs root")
 def test_without_a_pid_namespace_the_worker_carries_on(worker_bin, tmp_path):
     """Where the OS refuses unshare (here: as nobody, without CAP_SYS_ADMIN) the worker says so and
-    carries on as the process the judge started, alone; never a failure."""
+    carries on as the process the judge started, alone, with the judge's /proc; never a failure."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="judge-pidns-") as d:  # pytest's tmp_path is closed to nobody
@@ -605,22 +662,29 @@ def test_without_a_pid_namespace_the_worker_carries_on(worker_bin, tmp_path):
         p = _pidns_selftest(binary, "exit", out, user=65534)
         assert p.wait(timeout=20) == 7, out.read_text()
     said = _said(out, 1)
-    assert said["own"] == "0" and int(said["pid"]) == p.pid and "unshare(CLONE_NEWPID)" in said["why"], said
+    assert said["own"] == "0" and int(said["pid"]) == int(said["proc_self"]) == p.pid, said
+    assert "unshare(CLONE_NEWPID | CLONE_NEWNS)" in said["why"], said
 
 
 @nvcc_test
-def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built, monkeypatch):
-    """Through the real client, JUDGE_PID_NAMESPACE=1: the ready reply says whether the worker has a
-    namespace of its own and its pid there; the filter is built for that pid (a signal to itself
+@pytest.mark.parametrize("value", [None, "1", "yes"])
+def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built, monkeypatch, value):
+    """Through the real client, by default (JUDGE_PID_NAMESPACE unset, or anything but 0): the ready
+    reply says whether the worker has a namespace of its own and its pid there; the CUDA runtime's
+    first call sees itself in /proc/self; the filter is built for that pid (a signal to itself
     passes, one to pid 1 is refused), and the report of a killed worker's pids covers the worker's own."""
     from judge.sandbox import pidns as probe
 
-    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, "1")
+    if value is None:
+        monkeypatch.delenv(paths.ENV_PID_NAMESPACE, raising=False)
+    else:
+        monkeypatch.setenv(paths.ENV_PID_NAMESPACE, value)
     w = fake_worker()
     ready = w.wait_ready(timeout_s=30)
     own = probe.refused() is None
     assert ready["pid_namespace"] is own and w.pid_namespace is own
     assert w.own_pid == ready["pid"] == (2 if own else w.proc.pid)
+    assert f"fake: proc_self={w.own_pid} pid={w.own_pid}" in _log(w)
     w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so"))
     w.request("map", 30, "mapping buffers", buffers=BUFFERS)
     w.request("call", 30, "solve()", args=_args(n=-3))  # kill(getpid(), 0): itself
@@ -634,21 +698,69 @@ def test_the_judges_worker_in_its_namespace_on_a_fake_runtime(fake_worker, built
 
 
 @nvcc_test
-@pytest.mark.parametrize("value", [None, "0", "yes"])
-def test_no_pid_namespace_unless_asked(fake_worker, built, monkeypatch, value):
-    """By default (and with JUDGE_PID_NAMESPACE other than 1) the worker asks for none: it is the
-    process the judge started, and its filter's "itself" is that pid."""
-    if value is None:
-        monkeypatch.delenv(paths.ENV_PID_NAMESPACE, raising=False)
-    else:
-        monkeypatch.setenv(paths.ENV_PID_NAMESPACE, value)
-    w = fake_worker()
+@pytest.mark.parametrize("value", ["0", " 0 "])
+def test_no_pid_namespace_when_turned_off(fake_worker, built, monkeypatch, value):
+    """With JUDGE_PID_NAMESPACE=0 the worker asks for none: it is the process the judge started, and
+    its filter's "itself" is that pid; a machine that would refuse the namespace's /proc does not
+    matter then."""
+    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, value)
+    w = fake_worker(no_mount="proc")
     ready = w.wait_ready(timeout_s=30)
     assert ready["pid_namespace"] is False and not w.pid_namespace and ready["pid"] == w.own_pid == w.proc.pid
     assert local.descendants(w.proc.pid) == set()
+    assert f"fake: proc_self={w.proc.pid} pid={w.proc.pid}" in _log(w)
     w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so"))
     w.request("map", 30, "mapping buffers", buffers=BUFFERS)
     w.request("call", 30, "solve()", args=_args(n=-3))  # kill(getpid(), 0): itself
+
+
+@nvcc_test
+def test_a_namespace_without_its_proc_fails_the_start_with_a_clear_message(pidns, fake_worker, monkeypatch):
+    """The judge's worker where the namespace's /proc cannot be mounted: its ready reply is an OS
+    error naming the mount and how to judge without the namespace, before any CUDA call; the run
+    is the judge's INTERNAL_ERROR ("starting the worker: ..."), not a worker that fails in CUDA."""
+    from fakes import cpu_session
+
+    from judge.engine.outcome import RunFailure
+    from judge.problem import spec
+
+    monkeypatch.delenv(paths.ENV_PID_NAMESPACE, raising=False)
+    w = fake_worker(no_mount="proc")
+    with pytest.raises(WorkerFailure) as info:
+        w.wait_ready(timeout_s=30)
+    assert info.value.kind == "os", info.value
+    assert str(info.value) == ("mounting /proc for the pid namespace: Operation not permitted; "
+                               f"set {paths.ENV_PID_NAMESPACE}=0 to judge without a pid namespace (EPERM)")
+    assert "fake: cudaSetDevice" not in "\n".join(_log(w))
+    s = cpu_session(spec.load_problem(ROOT / "problems" / "vector_add"))
+    with pytest.raises(RunFailure) as failed:
+        s.ready(fake_worker(no_mount="proc"), "starting the worker")
+    assert failed.value.status == Status.INTERNAL_ERROR
+    assert failed.value.message.startswith("starting the worker: mounting /proc for the pid namespace: "), failed.value
+
+
+@gcc_test
+def test_doctor_says_when_the_namespace_would_have_no_proc(built, monkeypatch):
+    """`judge doctor`'s probe (judge/sandbox/pidns.py) asks the kernel what the worker asks: where
+    the namespace's /proc cannot be mounted it says so, and the finding is required (every worker
+    would fail to start) unless JUDGE_PID_NAMESPACE=0."""
+    from judge.runner import doctor
+    from judge.sandbox import pidns as probe
+
+    if why := probe.probe().refused:
+        pytest.skip(f"this machine refuses a pid namespace ({why})")
+    monkeypatch.delenv(paths.ENV_PID_NAMESPACE, raising=False)
+    assert probe.probe() == probe.Answer() and probe.refused() is None and probe.wanted()
+    assert doctor._pid_namespace().ok
+    monkeypatch.setenv("LD_PRELOAD", str(built / "fake_mount.so"))  # the probe's child inherits it
+    assert probe.probe() == probe.Answer(no_proc="mounting /proc for the pid namespace: Operation not permitted")
+    assert probe.refused() == "mounting /proc for the pid namespace: Operation not permitted"
+    found = doctor._pid_namespace()
+    assert not found.ok and found.required and paths.ENV_PID_NAMESPACE + "=0" in found.fix
+    monkeypatch.setenv(paths.ENV_PID_NAMESPACE, "0")
+    assert not probe.wanted()
+    found = doctor._pid_namespace()
+    assert not found.ok and not found.required
 
 
 # -- wiring ------------------------------------------------------------------------------------------------------

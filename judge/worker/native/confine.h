@@ -12,7 +12,7 @@
 //      leave them free;
 //   6. dlopen the library through /proc/self/fd (its path may be closed to nobody), dlsym solve.
 // Before all of it, at start-up and before any CUDA call, the worker moves into a pid namespace of
-// its own where the OS allows one (`own_pid_namespace`, below).
+// its own, with a /proc of its own, where the OS allows one (`own_pid_namespace`, below).
 // Nothing here needs CUDA: tests/worker/native/host_test.cc and the self-test use it with g++.
 #pragma once
 
@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -188,6 +189,20 @@ inline void close_all(std::initializer_list<int> fds) {
         if (fd >= 0) close(fd);
 }
 
+// The namespace's own /proc, mounted by its init before the worker exists (as util-linux's
+// `unshare --pid --fork --mount-proc` does). The CUDA driver reads /proc for the process it runs
+// in: the judge's /proc shows the host's pids, where pid 2 is another process, and its first call
+// fails (cudaErrorOperatingSystem, measured on the H100 machine). The mount namespace is a copy
+// of the judge's made private first, so nothing mounted in it reaches the host's mount tree.
+// Returns the failure; an empty `text` when both mounts succeeded.
+inline OsError mount_own_proc() {
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+        return os_error("making the mounts private for the pid namespace's /proc");
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+        return os_error("mounting /proc for the pid namespace");
+    return {};
+}
+
 // Where the OS allows it (root, or CAP_SYS_ADMIN: the GPU machine runs the judge as root), the
 // worker runs as pid 2 of a new pid namespace whose pid 1 does nothing but wait for it:
 //
@@ -195,6 +210,8 @@ inline void close_all(std::initializer_list<int> fds) {
 //                  └── init: pid 1 of the new namespace; waits; PR_SET_PDEATHSIG SIGKILL
 //                        └── the worker: pid 2; everything else (CUDA, the channel, the library)
 //
+// - The three share a new mount namespace, where init mounts the pid namespace's /proc before it
+//   starts the worker (`mount_own_proc`): /proc/self is the worker's own, pid 2.
 // - When init ends, the kernel kills every process left in the namespace: nothing the worker
 //   starts can outlive it (under the filter it can start nothing; unconfined it could).
 // - All three stay in the judge's process group, so its killpg(SIGKILL) ends them together; the
@@ -209,8 +226,10 @@ inline void close_all(std::initializer_list<int> fds) {
 //   SIGSYS its handler re-raises after a refused call. Pid 2 is an ordinary process.
 // `close_in_waiters`: descriptors the outer process and init close (the request pipe, the
 // channel): only the worker holds them. Returns true in the worker, in its namespace; false where
-// the OS refused the namespace (`why` says why: not root, a container without CAP_SYS_ADMIN): the
-// process carries on as it was, alone. Never returns in the outer process nor in init.
+// the OS refused the namespaces (`why` says why: not root, a container without CAP_SYS_ADMIN): the
+// process carries on as it was, alone. Throws OsError in the worker where init could not mount its
+// /proc: CUDA would fail there, and the caller reports it as a start-up failure. Never returns in
+// the outer process nor in init.
 inline bool own_pid_namespace(std::string& why, std::initializer_list<int> close_in_waiters) {
     int status_pipe[2];
     if (pipe2(status_pipe, O_CLOEXEC) != 0) {
@@ -219,22 +238,23 @@ inline bool own_pid_namespace(std::string& why, std::initializer_list<int> close
     }
     // To undo the unshare if the fork fails: after it, this process cannot even start a thread.
     int ours = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (unshare(CLONE_NEWPID) != 0) {
-        why = os_error("unshare(CLONE_NEWPID)").text;
-        close_all({status_pipe[0], status_pipe[1], ours});
+    int our_mounts = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+        why = os_error("unshare(CLONE_NEWPID | CLONE_NEWNS)").text;
+        close_all({status_pipe[0], status_pipe[1], ours, our_mounts});
         return false;
     }
     pid_t init = fork();
     if (init < 0) {
-        why = os_error("fork after unshare(CLONE_NEWPID)").text;
-        if (ours < 0 || setns(ours, CLONE_NEWPID) != 0) {
-            fprintf(stderr, "judge-worker: %s, and the pid namespace could not be undone\n", why.c_str());
+        why = os_error("fork after unshare(CLONE_NEWPID | CLONE_NEWNS)").text;
+        if (ours < 0 || our_mounts < 0 || setns(ours, CLONE_NEWPID) != 0 || setns(our_mounts, CLONE_NEWNS) != 0) {
+            fprintf(stderr, "judge-worker: %s, and the namespaces could not be undone\n", why.c_str());
             _exit(2);
         }
-        close_all({status_pipe[0], status_pipe[1], ours});
+        close_all({status_pipe[0], status_pipe[1], ours, our_mounts});
         return false;
     }
-    close_all({ours});
+    close_all({ours, our_mounts});
     if (init > 0) {  // the outer process: waits for init, then ends as the worker did
         close_all({status_pipe[1]});
         for (int fd : close_in_waiters) close(fd);
@@ -253,6 +273,8 @@ inline bool own_pid_namespace(std::string& why, std::initializer_list<int> close
     // The outer process may have died before that: then the status pipe has no reader left.
     struct pollfd pfd = {status_pipe[1], 0, 0};
     if (poll(&pfd, 1, 0) < 0 || (pfd.revents & POLLERR)) _exit(2);
+    // Its /proc before the worker exists; a failure goes to the worker, which reports it.
+    OsError no_proc = mount_own_proc();
     pid_t worker = fork();
     if (worker < 0) {
         fprintf(stderr, "judge-worker: fork in its pid namespace: %s\n", strerror(errno));
@@ -260,6 +282,7 @@ inline bool own_pid_namespace(std::string& why, std::initializer_list<int> close
     }
     if (worker == 0) {  // the worker, pid 2
         close_all({status_pipe[1]});
+        if (!no_proc.text.empty()) throw no_proc;
         return true;
     }
     for (int fd : close_in_waiters) close(fd);

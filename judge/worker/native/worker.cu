@@ -9,8 +9,9 @@
 //   channel     the reply fd's number in $JUDGE_WORKER_FD (removed at once, made close-on-exec),
 //               the run's nonce on the first line of stdin; one JSON command per stdin line, one
 //               JSON reply per command on the channel, tagged with the nonce;
-//   start-up    before any CUDA call, a pid namespace of its own where the OS allows one (confine.h's
-//               `own_pid_namespace`: the worker is then pid 2 of it, under a pid 1 that waits);
+//   start-up    before any CUDA call, unless JUDGE_PID_NAMESPACE=0, a pid namespace of its own where
+//               the OS allows one (confine.h's `own_pid_namespace`: the worker is then pid 2 of it,
+//               under a pid 1 that waits, with the namespace's own /proc, which CUDA needs);
 //   ready       {"ok":true,"ready":true,"pid":N,"pid_namespace":B} once the CUDA context, the L2
 //               flush buffer and the judge's kernels exist (N: its pid as it sees it, 2 in its own
 //               namespace); an error is {"ok":false,"error":{kind,name,text[,where]}},
@@ -657,18 +658,29 @@ int selftest(int argc, char** argv) {
 
 // `judge-worker --selftest-pidns ACTION`: the start-up's pid namespace (confine.h's
 // `own_pid_namespace`) without CUDA, for tests/worker/test_native_worker.py. It says whether it got
-// one, its pid and its parent's as it sees them, then: `wait` reads stdin to its end and exits 0,
-// `exit` exits with status 7, `xfsz` writes past a 1 KiB RLIMIT_FSIZE on stdout (a file). Like the
-// sandbox self-test it refuses to run where the parent's channel is set.
+// one, its pid and its parent's as it sees them and what /proc/self names (its own pid when /proc
+// is its namespace's), then: `wait` reads stdin to its end and exits 0, `exit` exits with status 7,
+// `xfsz` writes past a 1 KiB RLIMIT_FSIZE on stdout (a file). A namespace without its /proc is
+// `selftest: TEXT (NAME)` and exit 1. Like the sandbox self-test it refuses to run where the
+// parent's channel is set.
 int selftest_pidns(int argc, char** argv) {
     if (argc != 3 || getenv(JUDGE_ENV_FD)) {
         fprintf(stderr, "usage: judge-worker --selftest-pidns wait|exit|xfsz (never under a judge)\n");
         return 2;
     }
     std::string action = argv[2], why;
-    bool own = judge_confine::own_pid_namespace(why, {0});
-    printf("selftest: pid_namespace=%d pid=%d ppid=%d%s%s\n", own ? 1 : 0, (int)getpid(), (int)getppid(),
-           own ? "" : " why=", why.c_str());
+    bool own = false;
+    try {
+        own = judge_confine::own_pid_namespace(why, {0});
+    } catch (const judge_confine::OsError& e) {
+        printf("selftest: %s (%s)\n", e.text.c_str(), e.name.c_str());
+        return 1;
+    }
+    char self[32] = "?";
+    ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+    self[n > 0 ? n : 1] = '\0';
+    printf("selftest: pid_namespace=%d pid=%d ppid=%d proc_self=%s%s%s\n", own ? 1 : 0, (int)getpid(),
+           (int)getppid(), self, own ? "" : " why=", why.c_str());
     fflush(stdout);
     if (action == "exit") _exit(7);
     if (action == "xfsz") {
@@ -702,15 +714,21 @@ int main(int argc, char** argv) {
     signal(SIGPIPE, SIG_DFL);
     Lines in;
     open_channel(in);
-    // With JUDGE_PID_NAMESPACE=1 (judge/paths.py; off by default: the CUDA runtime's first call
-    // fails inside one on the H100 machine, docs/security.md), a pid namespace of its own where the
-    // OS allows one, before any CUDA call: from here on this is pid 2 under a waiting pid 1, or,
-    // where unshare was refused, the process the judge started (confine.h). Never a failure.
+    // Unless JUDGE_PID_NAMESPACE=0 (judge/paths.py), a pid namespace of its own where the OS allows
+    // one, before any CUDA call: from here on this is pid 2 under a waiting pid 1, with a /proc of
+    // its own, or, where unshare was refused, the process the judge started (confine.h). A
+    // namespace whose /proc could not be mounted is a start-up failure: CUDA would fail in it.
     const char* wanted = getenv(JUDGE_ENV_PID_NAMESPACE);
-    bool ask = wanted && strcmp(wanted, "1") == 0;
+    bool ask = !(wanted && strcmp(wanted, "0") == 0);
     unsetenv(JUDGE_ENV_PID_NAMESPACE);
     std::string no_namespace;
-    bool pid_namespace = ask && judge_confine::own_pid_namespace(no_namespace, {0, g_channel});
+    bool pid_namespace = false;
+    try {
+        pid_namespace = ask && judge_confine::own_pid_namespace(no_namespace, {0, g_channel});
+    } catch (const judge_confine::OsError& e) {
+        std::string off = "; set " JUDGE_ENV_PID_NAMESPACE "=0 to judge without a pid namespace";
+        reply_failure(Failure{"os", e.name, e.text + off, ""});
+    }
     Worker* worker = nullptr;
     try {
         worker = new Worker();

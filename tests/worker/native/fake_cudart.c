@@ -4,7 +4,8 @@
  * IPC handles map to zeroed host memory, so a CPU solve() can read and write its buffers; a kernel
  * launch is logged with its arguments (a stamp: 1 thread; a check: on the checks' stream; a fill:
  * 256 threads on the default stream). FAKE_CUDART_FAIL=<function> makes that call fail with
- * cudaErrorIllegalAddress (700). Only what the worker imports is here. */
+ * cudaErrorIllegalAddress (700). cudaSetDevice also logs what /proc/self names and the pid, which
+ * the real driver needs to agree. Only what the worker imports is here. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,11 @@ cudaError_t cudaSetDevice(int device) {
     }
     const char* env = getenv("JUDGE_WORKER_FD");
     fprintf(stderr, "fake: cudaSetDevice %d env=%s inheritable=[%s]\n", device, env ? env : "unset", inheritable);
+    /* What the real driver needs (cudaErrorOperatingSystem without it): /proc/self is this process. */
+    char self[32] = "?";
+    ssize_t n = readlink("/proc/self", self, sizeof self - 1);
+    self[n > 0 ? n : 1] = '\0';
+    fprintf(stderr, "fake: proc_self=%s pid=%d\n", self, (int)getpid());
     return ok("cudaSetDevice");
 }
 cudaError_t cudaFree(void* p) { fprintf(stderr, "fake: cudaFree\n"); return ok("cudaFree"); }
