@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from judge.contract.events import Finished
 from judge.contract.verdict import Status
+from judge.engine import stamps
 from judge.engine.run import Options, evaluate
 from judge.engine.stats import TimingPolicy
 from judge.gpu import device
@@ -308,4 +309,9 @@ def test_honest_control_is_accepted(path):
     report, _ = judge("vector_add", path, mode="submit", policy=quick, baseline_policy=quick.for_baseline())
     assert report.status == Status.ACCEPTED, f"{path.name}: {report.message[:600]}"
     for b in report.benchmarks:
-        assert b.stamp_excess_ms is not None and b.stamp_excess_ms < 0.02, (b.workload, b.stamp_excess_ms)
+        # Held calls' stamps exceed their events by < 20 us; a solve() that waits for the device is
+        # timed unheld, and its stamps take the wait's return trip too (sync_in_solve.cu: 51 us on
+        # the H100, 2026-11-24), within the stamps' per-call slack with room to spare.
+        bound = 0.02 if b.stats.held else 0.75 * stamps.SLACK_MS
+        excess = b.stamp_excess_ms
+        assert excess is not None and excess < bound, (b.workload, excess, b.stats.held)
