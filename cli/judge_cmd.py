@@ -340,8 +340,9 @@ def doctor(as_json: bool = JsonOpt, debug: bool = DebugOpt) -> None:
         if as_json:
             print(json.dumps([vars(f) for f in findings], indent=2))
         else:
+            width = max((len(f.name) for f in findings), default=0)
             for f in findings:
                 mark = "[green]✓[/]" if f.ok else ("[red]✗[/]" if f.required else "[yellow]–[/]")
-                out.print(f"{mark} {f.name:7} {escape(f.detail)}"
-                          + (f"\n          fix: {escape(f.fix)}" if f.fix else ""))
+                out.print(f"{mark} {f.name:{width}} {escape(f.detail)}"
+                          + (f"\n{'':{width + 3}}fix: {escape(f.fix)}" if f.fix else ""))
     raise typer.Exit(0 if all(f.ok for f in findings if f.required) else EXIT_NOT_YOUR_CODE)
