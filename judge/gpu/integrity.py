@@ -69,6 +69,7 @@ PTX = (Path(__file__).with_name("integrity_kernels.ptx")).read_text()
 
 _BLOCK = 256
 _MAX_BLOCKS = 2048
+FLUSH_BLOCK, FLUSH_GRID = 512, 1056  # judge_read's launch: 8 blocks of 512 threads on each of 132 SMs
 
 
 class Kernels:
@@ -80,7 +81,8 @@ class Kernels:
     stream unless told otherwise. (The candidate's native worker compiles integrity_kernels.cu into
     itself, with its own high-priority check stream.)"""
 
-    NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp", "judge_hold")
+    NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp", "judge_hold",
+             "judge_read")
 
     def __init__(self):
         from judge.gpu.cudart import CudaError
@@ -144,6 +146,14 @@ class Kernels:
         value = ctypes.c_uint16(word) if width == 2 else ctypes.c_uint32(word)
         self._launch(f"judge_check{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
                                                    ctypes.c_ulonglong(salt), ctypes.c_void_p(out)], stream)
+
+    def read(self, ptr: int, nbytes: int, sink: int) -> None:
+        """The L2 flush: read every 16 bytes of `nbytes` at `ptr` (a buffer nothing writes after it
+        was set once), so that L2 holds only clean lines of it; `sink` (4 bytes) is never written
+        in practice."""
+        n = nbytes // 16
+        self._launch("judge_read", n, [ctypes.c_void_p(ptr), ctypes.c_ulonglong(n), ctypes.c_uint32(0x9E3779B9),
+                                       ctypes.c_void_p(sink)], None, block=FLUSH_BLOCK, grid=FLUSH_GRID)
 
     def stamp(self, out: int, stream: int | None) -> None:
         """Write the GPU's %globaltimer (ns) to the u64 at `out`, in `stream`'s order (one thread)."""

@@ -54,7 +54,7 @@ CHECK_STRIDE = 32
 CHECK_WORDS = CHECK_STRIDE // 8
 CHECK_COUNT, CHECK_FINGERPRINT, CHECK_START, CHECK_END = range(CHECK_WORDS)
 
-# The L2 flush before every timed call writes max(2 x L2, this) bytes.
+# The L2 flush before every timed call reads max(2 x L2, this) bytes (judge_read of integrity_kernels.cu).
 FLUSH_MIN_BYTES = 64 << 20
 
 # The GPU-side hold before a timed call (`time_batch` with `hold`: judge/worker/native/hold.h and
@@ -66,7 +66,7 @@ HOLD_TIMEOUT_MS = 20
 
 # Bytes whose repeated pattern reads as |value| >= 2 or NaN in f32/f16/bf16: outputs without a
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
-# fills its L2 flush buffer with one.
+# fills its L2 flush buffer with one, once.
 POISON_BYTES = (*range(0x40, 0x80), *range(0xC0, 0x100))
 
 # -- the result channel ------------------------------------------------------------------------------

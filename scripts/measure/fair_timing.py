@@ -18,7 +18,7 @@ benchmark shape of the problem's spec, one table row:
     drawn by the problem's generator (judge.problem.workloads.fill_inputs), the outputs allocated
     as the spec says, the baseline called with keyword arguments as the baseline worker does,
     captured in a torch.cuda.CUDAGraph after a warm-up, then REPLAYS replays timed with CUDA
-    events, each preceded by an L2 flush (a fill of max(2 × L2, 64 MiB), outside the events), in
+    events, each preceded by the workers' L2 flush (a read of a buffer of max(2 × L2, 64 MiB), outside the events), in
     batches and with rest as the judge times (docs/timing.md); the median. A baseline that cannot
     be captured reads `n/a (why)`. Target: within 2%;
 (c) the spread of the judge's median over the runs, max/min - 1. Target: at most 1%;
@@ -484,6 +484,7 @@ def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> Gr
     from judge.engine.buffers import MAX_SLOTS
     from judge.engine.stats import TimingPolicy
     from judge.engine.timing import REST_PER_CALL_MS
+    from judge.gpu.integrity import Kernels
     from judge.worker.protocol import FLUSH_MIN_BYTES
 
     stage = "eager warm-up"
@@ -501,13 +502,15 @@ def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> Gr
             kept = fn(**kwargs)  # a returned tensor stays alive while the graph is replayed
         stage = "replay"
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
-        flush = torch.empty(max(2 * l2, FLUSH_MIN_BYTES), dtype=torch.uint8, device="cuda")
+        flush = torch.full((max(2 * l2, FLUSH_MIN_BYTES) + 16,), 0x55, dtype=torch.uint8, device="cuda")
+        kernels = Kernels()  # the workers' flush: a read of a buffer set once (judge_read)
+        nbytes = flush.numel() - 16
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(MAX_SLOTS)]
 
         def batch(k: int) -> list[float]:
             for i in range(k):
-                flush.fill_(i & 0xFF)
+                kernels.read(flush.data_ptr(), nbytes, flush.data_ptr() + nbytes)
                 events[i][0].record()
                 graph.replay()
                 events[i][1].record()

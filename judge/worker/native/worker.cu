@@ -22,7 +22,7 @@
 //   call        one call; with `counter`, judge_check of each poisoned output into counter[0..1]
 //               right after solve() returns, before synchronising;
 //   prepare     the timed calls' arguments per slot, the outputs to poison, the counter buffer;
-//   time_batch  k timed calls: per call poison, L2 reset and flush, the hold (with `hold`: hold.h),
+//   time_batch  k timed calls: per call poison, L2 reset and flush (a read), the hold (with `hold`: hold.h),
 //               a GPU stamp, start event, solve(), end event, a stamp, the checks
 //               (protocol.CHECK_STRIDE bytes per call), the hold let go; the reply has each call's
 //               time, its host time (solve()'s own, on the CPU) and the batch's crowded and late holds.
@@ -54,6 +54,7 @@ namespace {
 const cudaStream_t LEGACY = 0;
 // The launch shape of judge/gpu/integrity.py's Kernels: 256 threads, at most 2048 blocks.
 constexpr unsigned BLOCK = 256, MAX_BLOCKS = 2048;
+constexpr unsigned FLUSH_BLOCK = 512, FLUSH_GRID = 1056;  // judge_read: as integrity.py's FLUSH_BLOCK, FLUSH_GRID
 
 // A failure reported on the channel: kind is one of protocol.ERROR_KINDS.
 struct Failure {
@@ -251,7 +252,10 @@ class Worker {
         int l2 = 0;
         cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "cudaDeviceGetAttribute");
         flush_bytes_ = std::max<size_t>(2 * (size_t)l2, (size_t)JUDGE_FLUSH_MIN_BYTES);
-        cuda(cudaMalloc(&flush_, flush_bytes_), "cudaMalloc(" + std::to_string(flush_bytes_) + ")");
+        // The flush buffer (then 16 bytes of sink): set once, then only read (judge_read), so the
+        // flush leaves clean lines in L2 whose eviction costs the timed call nothing.
+        cuda(cudaMalloc(&flush_, flush_bytes_ + 16), "cudaMalloc(" + std::to_string(flush_bytes_) + ")");
+        cuda(cudaMemset(flush_, poison_byte(), flush_bytes_), "filling the L2 flush buffer");
         // The checks' stream: blocking (ordered with the legacy default stream both ways) and of the
         // highest priority, so that its blocks go ahead of the pending blocks of a big kernel on a
         // side stream: judge/gpu/integrity.py says why.
@@ -261,7 +265,8 @@ class Worker {
         // Load the judge's kernels now (CUDA loads modules lazily, at the first launch otherwise):
         // before the sandbox, and so that a missing image fails here, as the judge's problem.
         const void* kernels[] = {(const void*)judge_fill16, (const void*)judge_fill32, (const void*)judge_check16,
-                                 (const void*)judge_check32, (const void*)judge_stamp, (const void*)judge_hold};
+                                 (const void*)judge_check32, (const void*)judge_stamp, (const void*)judge_hold,
+                                 (const void*)judge_read};
         for (const void* k : kernels) {
             cudaFuncAttributes attr;
             cuda(cudaFuncGetAttributes(&attr, k), "loading the judge's kernels");
@@ -424,6 +429,16 @@ class Worker {
         return true;
     }
 
+    // Read the whole flush buffer (judge/gpu/integrity.py's Kernels.read: the same launch).
+    void flush_l2() {
+        const void* p = flush_;
+        uint64_t n = flush_bytes_ / 16;
+        unsigned never = 0x9E3779B9u;
+        void* sink = (char*)flush_ + flush_bytes_;
+        void* args[] = {&p, &n, &never, &sink};
+        launch((const void*)judge_read, FLUSH_GRID, FLUSH_BLOCK, args, LEGACY, "judge_read");
+    }
+
     unsigned char poison_byte() { return JUDGE_POISON_BYTES[rng_.below(sizeof JUDGE_POISON_BYTES)]; }
 
     // judge_check of output `salt` (its index among the call's outputs) into out[0] (words still
@@ -544,7 +559,7 @@ class Worker {
                 words[j] = w;
             }
             clear_persisting_l2();
-            cuda(cudaMemsetAsync(flush_, poison_byte(), flush_bytes_, LEGACY), "cudaMemsetAsync");
+            flush_l2();
             if (held) hold_.begin(LEGACY);
             char* slot = counter_ ? counter_ + (size_t)JUDGE_CHECK_STRIDE * i : nullptr;
             if (slot) stamp(slot + 16);

@@ -3,7 +3,7 @@
  * machine without a GPU: every call succeeds and is logged on stderr (the worker's log), in order.
  * IPC handles map to zeroed host memory, so a CPU solve() can read and write its buffers; a kernel
  * launch is logged with its arguments (a stamp: 1 thread; a check: on the checks' stream; a fill:
- * 256 threads on the default stream). FAKE_CUDART_FAIL=<function> makes that call fail with
+ * 256 threads on the default stream; the flush's read: 512 threads). FAKE_CUDART_FAIL=<function> makes that call fail with
  * cudaErrorIllegalAddress (700). cudaSetDevice also logs what /proc/self names and the pid, which
  * the real driver needs to agree. Only what the worker imports is here. */
 #include <fcntl.h>
@@ -95,6 +95,8 @@ cudaError_t cudaLaunchKernel(const void* fn, dim3 grid, dim3 block, void** args,
         unsigned number = *(unsigned*)args[2];
         fprintf(stderr, "fake: hold %u grid=%u smem=%zu\n", number, grid.x, shared);
         ctl[1] = number;
+    } else if (block.x == 512) {  // judge_read (the L2 flush: the only launch of 512 threads)
+        fprintf(stderr, "fake: read %p %llu\n", *(void**)args[0], *(unsigned long long*)args[1]);
     } else if (block.x == 1) {
         fprintf(stderr, "fake: stamp %p\n", *(void**)args[0]);
     } else if (stream == CHECK_STREAM) {
