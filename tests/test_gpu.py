@@ -310,8 +310,9 @@ def test_honest_control_is_accepted(path):
     assert report.status == Status.ACCEPTED, f"{path.name}: {report.message[:600]}"
     for b in report.benchmarks:
         # Held calls' stamps exceed their events by < 20 us; a solve() that waits for the device is
-        # timed unheld, and its stamps take the wait's return trip too (sync_in_solve.cu: 51 us on
-        # the H100, 2026-11-24), within the stamps' per-call slack with room to spare.
-        bound = 0.02 if b.stats.held else 0.75 * stamps.SLACK_MS
+        # timed unheld, and its stamps take more than the wait's return trip (sync_in_solve.cu on
+        # the H100, 2026-11-24: 17-64 us in six runs of `judge submit`, 90 us once under this
+        # test's quick policy), within the stamps' per-call slack, which also allows 10% of a call.
+        bound = 0.02 if b.stats.held else stamps.SLACK_MS
         excess = b.stamp_excess_ms
         assert excess is not None and excess < bound, (b.workload, excess, b.stats.held)

@@ -478,13 +478,22 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
     return out
 
 
+def l2_flush(torch: Any, nbytes: int) -> Callable[[], None]:
+    """The workers' L2 flush (judge/worker/main.py): a read of `nbytes` that nothing writes after
+    they are set once (judge_read), on the default stream."""
+    from judge.gpu.integrity import Kernels
+
+    buf = torch.full((nbytes + 16,), 0x55, dtype=torch.uint8, device="cuda")  # then 16 bytes of sink
+    kernels = Kernels()
+    return lambda: kernels.read(buf.data_ptr(), nbytes, buf.data_ptr() + nbytes)
+
+
 def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> GraphTiming:
     """Warm-up, capture, then `replays` timed replays, each after an L2 flush, in batches and with
     rest as the judge does it (judge/engine/timing.py, judge/worker/main.py's time_batch)."""
     from judge.engine.buffers import MAX_SLOTS
     from judge.engine.stats import TimingPolicy
     from judge.engine.timing import REST_PER_CALL_MS
-    from judge.gpu.integrity import Kernels
     from judge.worker.protocol import FLUSH_MIN_BYTES
 
     stage = "eager warm-up"
@@ -502,15 +511,13 @@ def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> Gr
             kept = fn(**kwargs)  # a returned tensor stays alive while the graph is replayed
         stage = "replay"
         l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
-        flush = torch.full((max(2 * l2, FLUSH_MIN_BYTES) + 16,), 0x55, dtype=torch.uint8, device="cuda")
-        kernels = Kernels()  # the workers' flush: a read of a buffer set once (judge_read)
-        nbytes = flush.numel() - 16
+        flush = l2_flush(torch, max(2 * l2, FLUSH_MIN_BYTES))
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(MAX_SLOTS)]
 
         def batch(k: int) -> list[float]:
             for i in range(k):
-                kernels.read(flush.data_ptr(), nbytes, flush.data_ptr() + nbytes)
+                flush()
                 events[i][0].record()
                 graph.replay()
                 events[i][1].record()

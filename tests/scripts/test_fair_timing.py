@@ -343,17 +343,6 @@ class _FakeTorch:
         self.capturing = False
         self.cuda = self
 
-    # torch
-    def empty(self, n, dtype, device):
-        log = self.log
-
-        class Flush:
-            nbytes = n
-
-            def fill_(self, v):
-                log.append("flush")
-        return Flush()
-
     # torch.cuda
     def Stream(self):
         class S:
@@ -415,6 +404,7 @@ def test_replay_flushes_before_every_timed_replay_in_the_judges_batches(monkeypa
     fake = _FakeTorch(call_ms)
     sleeps: list[float] = []
     monkeypatch.setattr(ft.time, "sleep", sleeps.append)
+    monkeypatch.setattr(ft, "l2_flush", lambda torch, nbytes: lambda: fake.log.append("flush"))
     eager: list[bool] = []
     g = ft.replay(fake, lambda **kw: eager.append(fake.capturing), {"n": 1}, 60)
     assert g.error is None and g.times_ms == [call_ms] * 60 and g.median_ms == call_ms
