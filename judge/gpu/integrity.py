@@ -69,7 +69,10 @@ PTX = (Path(__file__).with_name("integrity_kernels.ptx")).read_text()
 
 _BLOCK = 256
 _MAX_BLOCKS = 2048
-FLUSH_BLOCK, FLUSH_GRID = 512, 1056  # judge_read's launch: 8 blocks of 512 threads on each of 132 SMs
+# The L2 flush (judge_read): its launch (8 blocks of 512 threads on each of an H100's 132 SMs), the
+# bytes of sink after the buffer it reads, and the XOR of the buffer's words that would make it
+# write there (never, in practice). The native worker gets them through its generated header.
+FLUSH_BLOCK, FLUSH_GRID, FLUSH_SINK_BYTES, FLUSH_NEVER = 512, 1056, 16, 0x9E3779B9
 
 
 class Kernels:
@@ -147,13 +150,12 @@ class Kernels:
         self._launch(f"judge_check{8 * width}", n, [ctypes.c_void_p(ptr), value, ctypes.c_ulonglong(n),
                                                    ctypes.c_ulonglong(salt), ctypes.c_void_p(out)], stream)
 
-    def read(self, ptr: int, nbytes: int, sink: int) -> None:
+    def read(self, ptr: int, nbytes: int) -> None:
         """The L2 flush: read every 16 bytes of `nbytes` at `ptr` (a buffer nothing writes after it
-        was set once), so that L2 holds only clean lines of it; `sink` (4 bytes) is never written
-        in practice."""
+        was set once, followed by FLUSH_SINK_BYTES of sink), so that L2 holds only clean lines of it."""
         n = nbytes // 16
-        self._launch("judge_read", n, [ctypes.c_void_p(ptr), ctypes.c_ulonglong(n), ctypes.c_uint32(0x9E3779B9),
-                                       ctypes.c_void_p(sink)], None, block=FLUSH_BLOCK, grid=FLUSH_GRID)
+        self._launch("judge_read", n, [ctypes.c_void_p(ptr), ctypes.c_ulonglong(n), ctypes.c_uint32(FLUSH_NEVER),
+                                       ctypes.c_void_p(ptr + nbytes)], None, block=FLUSH_BLOCK, grid=FLUSH_GRID)
 
     def stamp(self, out: int, stream: int | None) -> None:
         """Write the GPU's %globaltimer (ns) to the u64 at `out`, in `stream`'s order (one thread)."""

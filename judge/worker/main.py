@@ -31,7 +31,7 @@ import types
 from collections.abc import Callable
 
 from judge.gpu.cudart import CudaError, Runtime
-from judge.gpu.integrity import WIDTH, Kernels, poison_word
+from judge.gpu.integrity import FLUSH_SINK_BYTES, WIDTH, Kernels, poison_word
 from judge.worker.hold import Hold
 from judge.worker.protocol import (
     ERROR_TEXT_CHARS,
@@ -48,7 +48,7 @@ class Worker:
         self.out, self.nonce = out, nonce
         self.rt = Runtime()
         self.flush_bytes = max(2 * self.rt.l2_bytes(), FLUSH_MIN_BYTES)
-        self.flush_ptr = self.rt.malloc(self.flush_bytes + 16)  # the flush buffer, then its sink
+        self.flush_ptr = self.rt.malloc(self.flush_bytes + FLUSH_SINK_BYTES)
         self.rt.memset_async(self.flush_ptr, random.choice(POISON_BYTES), self.flush_bytes)  # set once, then only read
         self.rt.synchronize("filling the L2 flush buffer")
         self.buffers: dict[str, int] = {}
@@ -145,7 +145,7 @@ class Worker:
             for ptr, nbytes, dtype in self.slot_outputs[s]:  # poison first, then flush: the poison's
                 self._poison(ptr, nbytes, dtype)  # lines leave L2
             self._clear_persisting_l2()
-            self.kernels.read(self.flush_ptr, self.flush_bytes, self.flush_ptr + self.flush_bytes)
+            self.kernels.read(self.flush_ptr, self.flush_bytes)
             if held:
                 self.hold.begin()
             start, end = self.events[i]

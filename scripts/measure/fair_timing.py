@@ -481,11 +481,11 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
 def l2_flush(torch: Any, nbytes: int) -> Callable[[], None]:
     """The workers' L2 flush (judge/worker/main.py): a read of `nbytes` that nothing writes after
     they are set once (judge_read), on the default stream."""
-    from judge.gpu.integrity import Kernels
+    from judge.gpu.integrity import FLUSH_SINK_BYTES, Kernels
 
-    buf = torch.full((nbytes + 16,), 0x55, dtype=torch.uint8, device="cuda")  # then 16 bytes of sink
+    buf = torch.full((nbytes + FLUSH_SINK_BYTES,), 0x55, dtype=torch.uint8, device="cuda")
     kernels = Kernels()
-    return lambda: kernels.read(buf.data_ptr(), nbytes, buf.data_ptr() + nbytes)
+    return lambda: kernels.read(buf.data_ptr(), nbytes)
 
 
 def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> GraphTiming:

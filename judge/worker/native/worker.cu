@@ -54,7 +54,6 @@ namespace {
 const cudaStream_t LEGACY = 0;
 // The launch shape of judge/gpu/integrity.py's Kernels: 256 threads, at most 2048 blocks.
 constexpr unsigned BLOCK = 256, MAX_BLOCKS = 2048;
-constexpr unsigned FLUSH_BLOCK = 512, FLUSH_GRID = 1056;  // judge_read: as integrity.py's FLUSH_BLOCK, FLUSH_GRID
 
 // A failure reported on the channel: kind is one of protocol.ERROR_KINDS.
 struct Failure {
@@ -252,9 +251,9 @@ class Worker {
         int l2 = 0;
         cuda(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0), "cudaDeviceGetAttribute");
         flush_bytes_ = std::max<size_t>(2 * (size_t)l2, (size_t)JUDGE_FLUSH_MIN_BYTES);
-        // The flush buffer (then 16 bytes of sink): set once, then only read (judge_read), so the
+        // The flush buffer (then its sink): set once, then only read (judge_read), so the
         // flush leaves clean lines in L2 whose eviction costs the timed call nothing.
-        cuda(cudaMalloc(&flush_, flush_bytes_ + 16), "cudaMalloc(" + std::to_string(flush_bytes_) + ")");
+        cuda(cudaMalloc(&flush_, flush_bytes_ + JUDGE_FLUSH_SINK_BYTES), "cudaMalloc(" + std::to_string(flush_bytes_) + ")");
         cuda(cudaMemset(flush_, poison_byte(), flush_bytes_), "filling the L2 flush buffer");
         // The checks' stream: blocking (ordered with the legacy default stream both ways) and of the
         // highest priority, so that its blocks go ahead of the pending blocks of a big kernel on a
@@ -433,10 +432,10 @@ class Worker {
     void flush_l2() {
         const void* p = flush_;
         uint64_t n = flush_bytes_ / 16;
-        unsigned never = 0x9E3779B9u;
+        unsigned never = JUDGE_FLUSH_NEVER;
         void* sink = (char*)flush_ + flush_bytes_;
         void* args[] = {&p, &n, &never, &sink};
-        launch((const void*)judge_read, FLUSH_GRID, FLUSH_BLOCK, args, LEGACY, "judge_read");
+        launch((const void*)judge_read, JUDGE_FLUSH_GRID, JUDGE_FLUSH_BLOCK, args, LEGACY, "judge_read");
     }
 
     unsigned char poison_byte() { return JUDGE_POISON_BYTES[rng_.below(sizeof JUDGE_POISON_BYTES)]; }
