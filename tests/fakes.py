@@ -21,7 +21,7 @@ from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.engine.session import Options, Session
 from judge.engine.stats import TimingPolicy
-from judge.gpu import guard_regions, integrity
+from judge.gpu import guard_regions, integrity, seal
 from judge.gpu.device import GpuInfo, Peaks
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import CHECK_COUNT, CHECK_END, CHECK_FINGERPRINT, CHECK_START
@@ -66,6 +66,8 @@ class FakeWorker:
         self.ops: list[str] = []
         self.asked: list[int] = []  # k of every timed batch
         self.rests: list[float] = []  # the rest every timed batch was asked for
+        self.sealed: list[bool] = []  # whether every timed batch was sealed (came with keys)
+        self.keys: list | None = None
         self.requests: list[tuple[str, float]] = []  # (op, deadline in s) of every request
         self.realtime, self.waited_s = realtime, 0.0
         self.closed = False
@@ -75,12 +77,14 @@ class FakeWorker:
             raise self.not_ready
         return {}
 
-    def request(self, op, timeout_s, what, **args):
+    def request(self, op, timeout_s, what, keys=None, **args):
+        self.keys = keys  # a sealed batch's keys (judge/gpu/seal.py): a CpuSolver opens the inputs with them
         if self.only is not None:
             assert op in self.only, op
         self.ops.append(op)
         self.requests.append((op, timeout_s))
         if op == "time_batch":
+            self.sealed.append(keys is not None)
             self.asked.append(args["k"])
             self.rests.append(args.get("rest", 0.0))
             self.hold_asked.append(bool(args.get("hold")))
@@ -186,6 +190,11 @@ class CpuWitness:
     def digests(self, tensors: Sequence) -> list[int]:
         return [integrity.digest(t) for t in tensors]
 
+    def seal(self, calls: Sequence[Sequence], keys: Sequence) -> None:
+        for inputs, key in zip(calls, keys):
+            for job, b in enumerate(inputs):
+                seal.crypt(b.tensor, job, key)
+
     def stamp(self) -> int:
         return self.clock.now()
 
@@ -269,6 +278,7 @@ class CpuSolver:
         self.slots: list[list[dict]] = []
         self.outputs: list[list[dict]] = []
         self.counter: str | None = None
+        self.inputs: list[list[dict]] | None = None
         self.next = 0
         self.answers: dict[int, torch.Tensor] = {}
 
@@ -276,6 +286,7 @@ class CpuSolver:
         bufs = self.s.buffers.buffers
         if op == "prepare":
             self.slots, self.outputs, self.counter, self.next = args["slots"], args["outputs"], args["counter"], 0
+            self.inputs = args.get("inputs")
         elif op == "call":
             self.solve(args["args"], None)
             if args.get("counter"):
@@ -286,6 +297,9 @@ class CpuSolver:
                 k = self.next % len(self.slots)
                 self.next += 1
                 words = [self.poison(bufs[o["buf"]]) for o in self.outputs[k]]
+                if worker.keys is not None:  # the gate opens the sealed inputs
+                    for job, x in enumerate(self.inputs[k]):
+                        seal.crypt(bufs[x["buf"]].tensor, job, seal.Key(*worker.keys[i]))
                 start = clock.now()
                 if not self.unwritten:
                     self.solve(self.slots[k], k)

@@ -38,6 +38,7 @@ from judge.engine.stash import Stash
 from judge.engine.stats import TimingPolicy
 from judge.engine.timing import ImpossibleTime, time_target
 from judge.gpu import device
+from judge.gpu.seal import Key
 from judge.problem.spec import Impl, Workload, workload_id
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
@@ -240,7 +241,8 @@ class TimedPhase:
                             changed=lambda ids: inputs_changed(s, slots, ids),
                             counts=lambda k: guards.require_complete(counts, k, f"a timed call on {wid}"),
                             zero=checks.start, verify=checks.verify,
-                            reservoir=Stash(s, j, w, slots, tag).reservoir())
+                            reservoir=Stash(s, j, w, slots, tag).reservoir(),
+                            seal=lambda ids: seal_slots(s, slots, ids))
 
     def time(self, s: Session, worker: Worker, wid: str, target: str, policy: TimingPolicy,
              **hooks) -> Generator[Event, None, Stats]:
@@ -291,6 +293,15 @@ def redraw_slots(s: Session, j: int, w: Workload, slots: Slots, ids: list[int], 
     sums = guards.checksums_of(s, [guards.inputs_of(s, slots.bufs[k]) for k in ids], workload_id(w))
     for k, digest in zip(ids, sums):
         slots.sums[k] = digest
+
+
+def seal_slots(s: Session, slots: Slots, ids: list[int]) -> list[Key]:
+    """Seal the inputs of the slots `ids` (after their checksums were taken), each slot under a fresh
+    key (judge/gpu/seal.py); the keys, in the same order."""
+    keys = [Key.fresh() for _ in ids]
+    with guards.memory(s, "sealing the inputs"):
+        s.witness().seal([buffers.sealed_inputs(s, slots.bufs[k]) for k in ids], keys)
+    return keys
 
 
 def inputs_changed(s: Session, slots: Slots, ids: list[int]) -> str:

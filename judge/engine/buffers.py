@@ -110,6 +110,7 @@ class Slots:
     wire: list[dict]
     args: list[list[dict]]
     outputs: list[list[dict]]
+    inputs: list[list[dict]] = field(default_factory=list)  # per slot: the inputs its gate opens or reads, in job order
     tags: list[str] = field(default_factory=list)  # per slot: the phase its inputs were drawn under
     sums: list[dict] = field(default_factory=list)  # per slot: input checksums (judge/gpu/integrity.py)
     stash: int = 1  # timed calls the re-check keeps (judge/engine/reservoir.py); its memory is left free
@@ -132,16 +133,23 @@ def make_slots(s: Session, j: int, w: Workload, stashes: int = 1) -> Slots:
     args = [call_args(s, bufs, w) for bufs in slots]
     outs = [[{"buf": bufs[p.name].id, "nbytes": bufs[p.name].nbytes, "dtype": bufs[p.name].dtype}
              for p in s.problem.outputs] for bufs in slots]
-    return Slots(slots, wire, args, outs, tags=tags, sums=[{} for _ in range(n_slots)], stash=stash)
+    ins = [[{"buf": b.id, "nbytes": b.nbytes} for b in sealed_inputs(s, bufs)] for bufs in slots]
+    return Slots(slots, wire, args, outs, inputs=ins, tags=tags, sums=[{} for _ in range(n_slots)], stash=stash)
+
+
+def sealed_inputs(s: Session, bufs: dict[str, Buffer]) -> list[Buffer]:
+    """A call's inputs in the order of their keystreams (judge/gpu/seal.py: input j is job j)."""
+    return [bufs[p.name] for p in s.problem.tensors if not p.ctype.is_output]
 
 
 def map_slots(s: Session, worker: Worker, slots: Slots, counts: Buffer | None = None) -> None:
-    """Map the slots into `worker` and set its timed calls; with `counts` (the candidate's), each
-    timed call's completeness count goes there."""
+    """Map the slots into `worker` and set its timed calls, with the inputs each call's gate opens
+    (a candidate's sealed batches: judge/gpu/seal.py) or reads (a baseline's); with `counts` (the
+    candidate's), each timed call's completeness count goes there."""
     wire = slots.wire + ([counts.wire()] if counts is not None else [])
     s.ask(worker, "map", 120, "mapping buffers", buffers=wire)
     s.ask(worker, "prepare", 60, "preparing the timed calls", slots=slots.args, outputs=slots.outputs,
-          counter=counts.id if counts is not None else None)
+          counter=counts.id if counts is not None else None, inputs=slots.inputs)
 
 
 def unmap(s: Session, workers: list[Worker]) -> None:

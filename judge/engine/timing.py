@@ -32,6 +32,7 @@ from typing import TypeVar
 from judge.contract.report import Stats
 from judge.engine.roles import Worker
 from judge.engine.stats import TimingPolicy, batch_sample, batch_size, stop_reason, summarize, warmup_left
+from judge.gpu.seal import Key
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
 
@@ -54,13 +55,15 @@ class Timer:
     (`judge compare`): `warm_up()`, then `step()` until it returns a stop reason, then `stats()`."""
 
     def __init__(self, worker: Worker, policy: TimingPolicy, timeout_s: float,
-                 before_batch: Callable[[int], object] | None = None,
+                 before_batch: Callable[[int], list[Key] | None] | None = None,
                  after_batch: Callable[[int, list[float]], object] | None = None, max_k: int | None = None):
         """`before_batch(k)` and `after_batch(k, times)` run in the parent around every batch (warm-up
         included; `times` are the batch's reported times): the pipeline clears and reads the check
-        records there, compares the times with the GPU's stamps, re-draws the inputs and stashes a
-        call for the re-check. `max_k` caps the calls per batch after the warm-up (the pipeline's
-        input slots: with one fresh draw per batch, no timed call sees inputs an earlier call saw)."""
+        records there, compares the times with the GPU's stamps, re-draws and seals the inputs and
+        stashes a call for the re-check. What `before_batch` returns, if not None, is the batch's
+        keys, one per call: the batch is sealed (judge/gpu/seal.py). `max_k` caps the calls per batch
+        after the warm-up (the pipeline's input slots: with one fresh draw per batch, no timed call
+        sees inputs an earlier call saw)."""
         self.worker, self.policy, self.timeout_s = worker, policy, timeout_s
         self.before_batch, self.after_batch, self.max_k = before_batch, after_batch, max_k
         self.per_call = False  # becomes True once the warm-up shows long calls
@@ -99,11 +102,11 @@ class Timer:
         """k timed calls in the worker; their times, bounded by the parent's wall clock. A batch of
         one call rests in the parent, after the reply: its request holds the call alone."""
         rest = self.policy.rest
-        if self.before_batch:
-            self.before_batch(k)
+        keys = self.before_batch(k) if self.before_batch else None
+        sealed = {"sealed": True, "keys": [key.wire() for key in keys]} if keys is not None else {}
         t0 = time.perf_counter()
         reply = self.worker.request("time_batch", self.deadline_s, "timing solve()", k=k,
-                                    rest=rest if k > 1 else 0.0, per_call=self.per_call, hold=self.hold)
+                                    rest=rest if k > 1 else 0.0, per_call=self.per_call, hold=self.hold, **sealed)
         wall_ms = (time.perf_counter() - t0) * 1000
         times = [float(x) for x in reply.get("times_ms", [])]
         if len(times) != k or any(not (t >= 0) for t in times):
@@ -168,7 +171,7 @@ class Timer:
 
 
 def time_target(worker: Worker, policy: TimingPolicy, timeout_s: float,
-                progress: Callable[[int], T], before_batch: Callable[[int], object] | None = None,
+                progress: Callable[[int], T], before_batch: Callable[[int], list[Key] | None] | None = None,
                 after_batch: Callable[[int, list[float]], object] | None = None,
                 after_warmup: Callable[[], object] | None = None,
                 max_k: int | None = None) -> Generator[T, None, Stats]:

@@ -108,6 +108,10 @@ class Runtime:
     def free(self, ptr: int) -> None:
         check(self.lib.cudaFree(ctypes.c_void_p(ptr)), "cudaFree")
 
+    def copy_to_device(self, ptr: int, data: bytes) -> None:
+        """cudaMemcpy of `data` to device memory at `ptr` (waits)."""
+        check(self.lib.cudaMemcpy(ctypes.c_void_p(ptr), data, ctypes.c_size_t(len(data)), 1), "cudaMemcpy")  # HtoD
+
     def memset_async(self, ptr: int, byte: int, nbytes: int) -> None:
         check(self.lib.cudaMemsetAsync(ptr, byte, nbytes, None), "cudaMemsetAsync")
 

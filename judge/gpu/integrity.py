@@ -73,6 +73,7 @@ _MAX_BLOCKS = 2048
 # bytes of sink after the buffer it reads, and the XOR of the buffer's words that would make it
 # write there (never, in practice). The native worker gets them through its generated header.
 FLUSH_BLOCK, FLUSH_GRID, FLUSH_SINK_BYTES, FLUSH_NEVER = 512, 1056, 16, 0x9E3779B9
+GATE_WAIT, GATE_TOUCH = 1, 2  # judge_hold's modes (JUDGE_GATE_WAIT, JUDGE_GATE_TOUCH of integrity_kernels.cu)
 
 
 class Kernels:
@@ -85,7 +86,7 @@ class Kernels:
     itself, with its own high-priority check stream.)"""
 
     NAMES = ("judge_fill16", "judge_fill32", "judge_check16", "judge_check32", "judge_stamp", "judge_hold",
-             "judge_read")
+             "judge_read", "judge_crypt")
 
     def __init__(self):
         from judge.gpu.cudart import CudaError
@@ -126,15 +127,33 @@ class Kernels:
         self._check(self.lib.cuLaunchKernel(self.fn[name], blocks, 1, 1, block, 1, 1, smem, stream, params, None),
                     name)
 
-    def hold(self, ctl: int, count: int, number: int, arrive_ns: int, release_ns: int, grid: int, smem: int) -> None:
+    def hold(self, ctl: int, count: int, number: int, arrive_ns: int, release_ns: int, grid: int, smem: int,
+             flush: int, flush_bytes: int, wait: bool, jobs: int = 0, njobs: int = 0) -> None:
         """judge_hold on the legacy default stream (judge/worker/hold.py), `grid` blocks of `smem`
-        bytes of dynamic shared memory each (the attribute is raised the first time)."""
+        bytes of dynamic shared memory each (the attribute is raised the first time): the call's
+        `njobs` inputs (pairs of pointer and bytes in device memory at `jobs`) only read, never opened
+        (a baseline's are never sealed), the L2 flush of `flush_bytes` at `flush` (judge_read's
+        buffer, its sink after it), no stamp; with `wait` it holds until the host lets go."""
         if getattr(self, "_hold_smem", None) != smem:
             self._check(self.lib.cuFuncSetAttribute(self.fn["judge_hold"], 8, smem), "judge_hold's shared memory")
             self._hold_smem = smem  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        mode = (GATE_WAIT if wait else 0) | (GATE_TOUCH if njobs else 0)
         self._launch("judge_hold", 1, [ctypes.c_void_p(ctl), ctypes.c_void_p(count), ctypes.c_uint(number),
-                                       ctypes.c_ulonglong(arrive_ns), ctypes.c_ulonglong(release_ns)], None,
-                     block=32, grid=grid, smem=smem)
+                                       ctypes.c_ulonglong(arrive_ns), ctypes.c_ulonglong(release_ns),
+                                       ctypes.c_void_p(jobs), ctypes.c_uint(njobs), ctypes.c_void_p(flush),
+                                       ctypes.c_ulonglong(flush_bytes // 16), ctypes.c_uint32(FLUSH_NEVER),
+                                       ctypes.c_void_p(flush + flush_bytes), ctypes.c_void_p(0),
+                                       ctypes.c_uint(mode)], None, block=32, grid=grid, smem=smem)
+
+    def crypt(self, ptr: int, nbytes: int, job: int, key: tuple[int, int, int]) -> None:
+        """judge_crypt: XOR `nbytes` at `ptr` (16-byte aligned) with input `job`'s keystream under
+        `key` (judge/gpu/seal.py), on the legacy default stream."""
+        if ptr % 16:
+            raise ValueError(f"judge_crypt needs a 16-byte aligned buffer, not {ptr:#x}")
+        k0, k1, k2 = key
+        self._launch("judge_crypt", max(1, (nbytes + 15) // 16), [
+            ctypes.c_void_p(ptr), ctypes.c_ulonglong(nbytes), ctypes.c_uint32(job), ctypes.c_uint32(k0),
+            ctypes.c_uint32(k1), ctypes.c_uint32(k2)])
 
     def fill(self, ptr: int, nbytes: int, width: int, word: int) -> None:
         """Fill `nbytes` at `ptr` with the pattern (a trailing partial word is left to the caller)."""

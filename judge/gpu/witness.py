@@ -6,6 +6,7 @@ is checked against what the parent measures itself, in its own CUDA context.
   Outputs that changed after the end event (work left running on a side stream) no longer match.
 - `digests`: a digest of each input (integrity.digest), all in one pass and one wait: the input
   checks before and after every test call and timed batch.
+- `seal`: a timed batch's inputs made noise until their calls' gates open them (judge/gpu/seal.py).
 - `stamp`: the GPU's %globaltimer, read by a one-thread kernel in the parent's context and waited
   for: the same clock for every context on the device, so the parent's stamps around a request
   bound the stamps the worker wrote inside it.
@@ -25,6 +26,7 @@ TICK_LOOKS = 16  # stamps taken to estimate the timer's resolution (once per pro
 
 if TYPE_CHECKING:
     from judge.gpu.devmem import Buffer
+    from judge.gpu.seal import Key
 
 
 class Witness(Protocol):
@@ -35,6 +37,10 @@ class Witness(Protocol):
 
     def digests(self, tensors: Sequence[Any]) -> list[int]:
         """Per tensor (on the device), `integrity.digest` of its bytes, now: one pass, one wait."""
+
+    def seal(self, calls: Sequence[Sequence[Buffer]], keys: Sequence[Key]) -> None:
+        """Per call, XOR its inputs (input j: job j) with the keystream under its key
+        (judge/gpu/seal.py), now: one pass, one wait."""
 
     def stamp(self) -> int:
         """The GPU's %globaltimer (ns), taken now and waited for."""
@@ -86,6 +92,13 @@ class DeviceWitness:
                 scratch[c, 1] += flat[-1].to(torch.int64) + 1
         torch.cuda.synchronize()
         return [int(v) & integrity.MASK64 for v in scratch[:, 1].tolist()]
+
+    def seal(self, calls: Sequence[Sequence[Buffer]], keys: Sequence[Key]) -> None:
+        self.torch.cuda.synchronize()  # the draws and checksums, on whatever stream torch used, come first
+        for inputs, key in zip(calls, keys):
+            for job, buf in enumerate(inputs):
+                self.kernels.crypt(buf.ptr, buf.nbytes, job, (key.k0, key.k1, key.k2))
+        self.torch.cuda.synchronize()
 
     def stamp(self) -> int:
         self.torch.cuda.synchronize()  # whatever the parent queued before runs before the stamp

@@ -157,7 +157,11 @@ class WorkerProcess:
             self.pid_namespace, self.own_pid = True, msg["pid"]
         return msg
 
-    def request(self, op: Op, timeout_s: float, what: str, on_progress=None, **args) -> dict:
+    def request(self, op: Op, timeout_s: float, what: str, on_progress=None, keys: list[list[int]] | None = None,
+                **args) -> dict:
+        """Send a command, return its reply. `keys` (a sealed `time_batch`: judge/gpu/seal.py): call i's
+        key, sent when the worker asks for it (a line {"unseal": i}, in order, once each, before the
+        reply); never part of the command."""
         deadline = time.perf_counter() + timeout_s
         if op == "init" and self.confined:
             args = {**args, "seccomp": self._filter(what)}
@@ -166,7 +170,7 @@ class WorkerProcess:
                 self.confined = False
         self._nothing_unasked(what, deadline)
         self._send((json.dumps({"op": op, **args}) + "\n").encode(), deadline, timeout_s, what)
-        return self._reply(deadline, timeout_s, what, on_progress)
+        return self._reply(deadline, timeout_s, what, on_progress, keys)
 
     def _filter(self, what: str) -> str:
         """The candidate's seccomp program (hex), which its worker installs before loading the library."""
@@ -231,8 +235,10 @@ class WorkerProcess:
             raise self._malformed(what, f"a line over {protocol.REPLY_CAP_BYTES} bytes")
         return line
 
-    def _reply(self, deadline: float, timeout_s: float, what: str, on_progress=None) -> dict:
+    def _reply(self, deadline: float, timeout_s: float, what: str, on_progress=None,
+               keys: list[list[int]] | None = None) -> dict:
         budget = [protocol.REQUEST_CAP_BYTES, protocol.MAX_LINES]
+        given = 0  # keys sent so far
         while True:
             line = self._line(deadline, timeout_s, what, budget)
             try:
@@ -247,6 +253,15 @@ class WorkerProcess:
                 if on_progress:
                     on_progress(msg["progress"])
                 continue
+            if "unseal" in msg:
+                asked = msg["unseal"]
+                if keys is None or given >= len(keys) or type(asked) is not int or asked != given:
+                    self.kill()
+                    raise WorkerFailure("protocol", f"{what}: the worker asked for the key of call {asked!r} out of "
+                                        f"turn ({given} of {len(keys or [])} keys given)")
+                self._send((json.dumps({"key": keys[given]}) + "\n").encode(), deadline, timeout_s, what)
+                given += 1
+                continue
             try:
                 check_reply(msg)
             except _Malformed as e:
@@ -258,6 +273,10 @@ class WorkerProcess:
                 if err.get("where"):
                     text = f"{err['where']}: {text}"
                 raise WorkerFailure(err["kind"], text, self.log_tail())
+            if keys is not None and given != len(keys):
+                self.kill()
+                raise WorkerFailure("protocol", f"{what}: the worker replied having asked for {given} of the "
+                                    f"{len(keys)} calls' keys")
             return msg
 
     def _malformed(self, what: str, why: str) -> WorkerFailure:

@@ -25,6 +25,7 @@ import json
 import os
 import random
 import signal
+import struct
 import sys
 import time
 import types
@@ -56,8 +57,10 @@ class Worker:
         self.call_target: Callable[[list], object] = _not_loaded
         self.events: list[tuple[int, int]] = []
         self.kernels = Kernels()  # judge-owned poison fill kernels, and the hold
-        self.hold = Hold(self.rt, self.kernels)
+        self.hold = Hold(self.rt, self.kernels, self.flush_ptr, self.flush_bytes)
         self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
+        self.slot_inputs: list[int] = []  # per slot: the device table of its inputs (pointer, bytes), for the gate
+        self.slot_jobs: list[int] = []
 
     def send(self, **msg) -> None:
         msg["nonce"] = self.nonce
@@ -115,20 +118,32 @@ class Worker:
         if self.rt.lib.cudaStreamSetAttribute(None, 1, self._no_window) != 0:  # AccessPolicyWindow
             self.rt.lib.cudaGetLastError()
 
-    def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None) -> dict:
-        """Set the timed calls: one argument list per slot, and the outputs to poison per slot."""
+    def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None,
+                inputs: list[list[dict]] | None = None) -> dict:
+        """Set the timed calls: one argument list per slot, the outputs to poison per slot, and the
+        inputs each call's gate reads first (a table of pointer and bytes per slot, in device memory)."""
         _no_counter(counter)
         self.slots = [self._args(a) for a in slots]
         self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"], o.get("dtype", "uint8")) for o in outs]
                              for outs in outputs]
+        for ptr in self.slot_inputs:
+            self.rt.free(ptr)
+        self.slot_inputs = []
+        for ins in inputs or []:
+            table = b"".join(struct.pack("<QQ", self.buffers[x["buf"]], x["nbytes"]) for x in ins)
+            ptr = self.rt.malloc(len(table))
+            self.rt.copy_to_device(ptr, table)
+            self.slot_inputs.append(ptr)
+        self.slot_jobs = [len(ins) for ins in inputs or []]
         self.next_slot = 0
         while len(self.events) < MAX_CALLS_PER_BATCH:
             self.events.append((self.rt.event(), self.rt.event()))
         return {}
 
     def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False, hold: bool = False) -> dict:
-        """k timed calls, rotating over the slots; before each: L2 flush and poisoned outputs, and
-        with `hold` the GPU-side hold (judge/worker/hold.py), let go once the call is queued.
+        """k timed calls, rotating over the slots; before each: poisoned outputs, then the gate
+        (judge/worker/hold.py: the L2 flush, and with `hold` the GPU-side hold, let go once the call
+        is queued), or a plain flush where the gate cannot fill the SMs.
 
         With `rest` > 0 the GPU idles `rest` × the busy time, after each call (`per_call`, for
         long calls) or after the batch (short calls run back to back within it), so a heavy
@@ -136,7 +151,8 @@ class Worker:
         timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
         """
         k = max(1, min(k, MAX_CALLS_PER_BATCH))
-        held = hold and self.hold.usable
+        gate = self.hold.usable
+        held = hold and gate
         crowded, late = self.hold.crowded(), self.hold.late()
         host = []
         for i in range(k):
@@ -145,9 +161,11 @@ class Worker:
             for ptr, nbytes, dtype in self.slot_outputs[s]:  # poison first, then flush: the poison's
                 self._poison(ptr, nbytes, dtype)  # lines leave L2
             self._clear_persisting_l2()
-            self.kernels.read(self.flush_ptr, self.flush_bytes)
-            if held:
-                self.hold.begin()
+            if gate:
+                jobs = (self.slot_inputs[s], self.slot_jobs[s]) if self.slot_inputs else (0, 0)
+                self.hold.begin(held, *jobs)
+            else:
+                self.kernels.read(self.flush_ptr, self.flush_bytes)
             start, end = self.events[i]
             self.rt.record(start)
             if held:

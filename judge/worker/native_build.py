@@ -77,6 +77,8 @@ def header() -> str:
         f"#define JUDGE_FLUSH_NEVER {integrity.FLUSH_NEVER:#x}u",
         f"#define JUDGE_HOLD_ARRIVE_US {protocol.HOLD_ARRIVE_US}ull",
         f"#define JUDGE_HOLD_TIMEOUT_MS {protocol.HOLD_TIMEOUT_MS}ull",
+        f"#define JUDGE_HOLD_CTL_WORDS {protocol.HOLD_CTL_WORDS}",
+        f"#define JUDGE_HOLD_COUNT_WORDS {protocol.HOLD_COUNT_WORDS}",
         f"#define JUDGE_COMMAND_CAP_BYTES {protocol.REQUEST_CAP_BYTES}",
         f"#define JUDGE_ERROR_TEXT_CHARS {protocol.ERROR_TEXT_CHARS}",
         f"static const unsigned char JUDGE_POISON_BYTES[] = {{{poison}}};",

@@ -18,7 +18,9 @@ and the fd is made non-inheritable there (nothing the worker starts holds it); t
   newline, nested at most `MAX_DEPTH` deep, carrying the run's `nonce` and `ok` (true or false);
   `ok: false` carries `error: {kind, name, text[, where]}` with a kind of `ERROR_KINDS`; a
   `progress` line (the nonce and `progress`) may come before the reply. The known fields have
-  the types of `FIELD_TYPES`; others are passed on as they are.
+  the types of `FIELD_TYPES`; others are passed on as they are. In a sealed `time_batch`
+  (judge/gpu/seal.py) the worker asks for call i's key with a line of the nonce and `unseal: i`, in
+  order, once per call, and the parent answers with one line `{"key": [k0, k1, k2]}` on stdin.
 - per request the parent reads at most `REQUEST_CAP_BYTES` and `MAX_LINES` lines, before the
   request's deadline; and nothing between requests.
 """
@@ -63,6 +65,10 @@ FLUSH_MIN_BYTES = 64 << 20
 # call keep SMs), and `late` when the host has not let go after HOLD_TIMEOUT_MS.
 HOLD_ARRIVE_US = 50
 HOLD_TIMEOUT_MS = 20
+# The gate's words (judge_hold of judge/gpu/integrity_kernels.cu says what each holds): in host memory
+# mapped into the device (go, resident, crowded, late, the key's number, the key), and in device memory.
+HOLD_CTL_WORDS = 8
+HOLD_COUNT_WORDS = 8
 
 # Bytes whose repeated pattern reads as |value| >= 2 or NaN in f32/f16/bf16: outputs without a
 # poison word (judge/gpu/integrity.py) are filled with one of them before a call, and the worker
@@ -86,7 +92,7 @@ ERROR_KINDS = ("cuda", "python", "os", "native")
 # The type of each field the parent reads (a list's items: numbers); other fields are not read.
 FIELD_TYPES: dict[str, type] = {
     "nonce": str, "ok": bool, "ready": bool, "pid": int, "pid_namespace": bool, "calls": int, "times_ms": list,
-    "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int}
+    "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int, "unseal": int}
 
 
 def worker_channel() -> tuple[TextIO, str]:

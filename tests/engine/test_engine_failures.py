@@ -188,6 +188,50 @@ def test_timed_calls_writing_an_input_are_rejected(vector_add):
     assert info.value.status == Status.REJECTED and "modified its input A" in info.value.message
 
 
+def test_timed_inputs_are_sealed_until_their_own_call(vector_add):
+    """judge/gpu/seal.py: warm-up batches are not sealed; every timed batch is, with a key per call,
+    and what is in the slots before the batch (all that work left behind by an earlier call, or run
+    between two calls, could read) is noise, not the inputs the calls are then given."""
+    s = cpu_session(vector_add, mode="submit", policy=LONGER)
+    solver = CpuSolver(s)
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def snoop(op, args, worker):
+        bufs = s.buffers.buffers
+        if op == "time_batch" and worker.keys is not None:
+            ids = [(solver.next + i) % len(solver.slots) for i in range(args["k"])]
+            before = [bufs[solver.slots[k][0]["buf"]].tensor.clone() for k in ids]
+            solver(op, args, worker)
+            seen.extend((b, bufs[solver.slots[k][0]["buf"]].tensor.clone()) for b, k in zip(before, ids))
+            assert len(worker.keys) == args["k"] and args["sealed"] is True
+        else:
+            solver(op, args, worker)
+
+    s.candidate = FakeWorker(0.002, on=snoop)
+    drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    sealed = s.candidate.sealed
+    assert sealed[0] is False and sealed[-1] is True and sealed == sorted(sealed)  # the warm-up first, unsealed
+    assert len(seen) >= 5
+    for noise, opened in seen:
+        assert (noise != opened).float().mean() > 0.99
+
+
+def test_a_worker_that_leaves_its_inputs_sealed_is_rejected(vector_add):
+    """A worker that never opens a call's inputs (no key asked for, none given to its gate) leaves them
+    noise: the inputs' checksums after the batch say so."""
+    s = cpu_session(vector_add, mode="submit", policy=LONGER)
+    solver = CpuSolver(s)
+
+    def ignore_keys(op, args, worker):
+        worker.keys = None
+        solver(op, args, worker)
+
+    s.candidate = FakeWorker(0.002, on=ignore_keys)
+    with pytest.raises(RunFailure) as info:
+        drive(TimedPhase().shape(s, 0, {"n": 1000}, PEAKS))
+    assert info.value.status == Status.REJECTED and "modified its input A" in info.value.message
+
+
 def test_a_median_under_half_the_roofline_floor_is_rejected(vector_add):
     s = cpu_session(vector_add, mode="submit", policy=QUICK)
     s.candidate = FakeWorker(1e-9, on=CpuSolver(s))

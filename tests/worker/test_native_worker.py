@@ -350,13 +350,15 @@ def test_the_whole_protocol_on_a_fake_runtime(fake_worker, built):
 
 
 def _check_timed_calls(log: list[str], ptr: dict[str, int], k: int, first_slot: int) -> None:
-    """Per timed call i: poison (a pattern fill, a byte memset), the L2 reset, the flush (a read of
-    the flush buffer, which nothing writes after the worker set it once), a stamp at
-    record + 16, the start event, solve(), the end event, a stamp at record + 24, the check of the
-    output that has a pattern (salt: its index among the slot's outputs) at record + 0."""
+    """Per timed call i: poison (a pattern fill, a byte memset), the L2 reset, the gate's words
+    zeroed and the gate (no sealed inputs; the flush, a read of the flush buffer, which nothing
+    writes after the worker set it once; the start stamp at record + 16; not held), the start
+    event right after it, solve(), the end event, a stamp at record + 24, the check of the output
+    that has a pattern (salt: its index among the slot's outputs) at record + 0."""
     steps = [ln for ln in log if not ln.startswith("fake: sync")]
     per_call = len(steps) // k
     assert per_call == 11 and len(steps) == 11 * k, "\n".join(log)
+    flush = max(2 * (50 << 20), protocol.FLUSH_MIN_BYTES) // 16
     for i in range(k):
         record = ptr["counter"] + protocol.CHECK_STRIDE * i
         s = steps[per_call * i: per_call * (i + 1)]
@@ -365,14 +367,49 @@ def _check_timed_calls(log: list[str], ptr: dict[str, int], k: int, first_slot: 
         fill = re.fullmatch(rf"fake: fill {ptr['out']:#x} (0x[0-9a-f]{{8}}) 1024 grid=4 block=256 stream=\(nil\)", s[1])
         assert fill and _is_poison("float32", int(fill.group(1), 16)), s[1]
         assert s[2:4] == ["fake: l2 reset", "fake: window stream=(nil) attr=1"]
-        assert s[4] == f"fake: read 0x10000000 {max(2 * (50 << 20), protocol.FLUSH_MIN_BYTES) // 16}"
-        assert s[5] == f"fake: stamp {record + 16:#x}"
+        assert re.fullmatch(r"fake: memset 0x[0-9a-f]+ 0x00 12", s[4]), s[4]
+        assert re.fullmatch(rf"fake: hold \d+ grid=128 smem=\d+ jobs=0 flush=0x10000000 {flush} "
+                            rf"stamp={record + 16:#x} wait=0", s[5]), s[5]
         assert s[6] == f"fake: record {2 * i + 1} stream=(nil)"
         n = 16 if (first_slot + i) % 2 == 0 else 8  # the slots rotate
         assert s[7].startswith(f"solve: a={ptr['a']:#x} out={ptr['out']:#x} n={n} ")
         assert s[8] == f"fake: record {2 * i + 2} stream=(nil)"
         assert s[9] == f"fake: stamp {record + 24:#x}"
         assert s[10] == f"fake: check {ptr['out']:#x} {fill.group(1)} 1024 salt=1 out={record:#x} grid=4 block=256"
+
+
+@nvcc_test
+def test_a_sealed_batch_asks_for_each_key_once_its_gate_is_resident(fake_worker, built):
+    """A sealed batch (judge/gpu/seal.py): each call's gate carries the slot's inputs; once it is
+    resident the worker asks for that call's key on the channel, in order, and gives it to the gate,
+    which opens the inputs with it (the fake opens them on the host with the same keystream, at the
+    call's end event: zeroed memory becomes the keystream itself); a hold waits for the host to let go."""
+    from judge.gpu import seal
+
+    w = fake_worker()
+    w.wait_ready(timeout_s=30)
+    w.request("init", 30, "loading the library", params=VECTOR, lib=str(built / "cpu_solve.so"))
+    w.request("map", 30, "mapping buffers", buffers=BUFFERS)
+    ptr = _pointers(w)
+    outputs = [{"buf": "out", "nbytes": 4096, "dtype": "float32"}]
+    inputs = [{"buf": "a", "nbytes": 40}]
+    w.request("prepare", 30, "preparing", slots=[_args(), _args(8, 0.5)], outputs=[outputs, outputs],
+              counter="counter", inputs=[inputs, inputs])
+    keys = [seal.Key(1, 2, 3), seal.Key(0xFFFFFFFF, 7, 9)]
+    before = len(_log(w))
+    reply = w.request("time_batch", 30, "timing", k=2, hold=True, sealed=True, keys=[k.wire() for k in keys])
+    assert reply["times_ms"] == [1.25, 1.25] and reply["held"] is True
+    log = _log(w)[before:]
+    gates = [ln for ln in log if ln.startswith("fake: hold")]
+    assert len(gates) == 2 and all(" jobs=1 " in g and g.endswith("wait=1") for g in gates), gates
+    opened = [ln for ln in log if ln.startswith("fake: open")]
+    stream = [seal.keystream(1, 0, key)[0].tolist() for key in keys]
+    expected = [bytes(b for word in s for b in int(word).to_bytes(4, "little"))[:8].hex() for s in stream]
+    # call 2 opens what call 1 opened: zeroes XOR key 1, then XOR key 2
+    second = bytes(x ^ y for x, y in zip(bytes.fromhex(expected[0]), bytes.fromhex(expected[1]))).hex()
+    assert opened == [f"fake: open 0 {ptr['a']:#x} 40 key=1,2,3 first={expected[0]}",
+                      f"fake: open 0 {ptr['a']:#x} 40 key={0xFFFFFFFF},7,9 first={second}"], log
+    assert log.index(gates[0]) < log.index(opened[0]) < log.index(gates[1]) < log.index(opened[1])
 
 
 @nvcc_test

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from judge import paths
+from judge.contract.verdict import Status
 from judge.worker import client as local
 from judge.worker.client import WorkerFailure, WorkerProcess
 
@@ -600,3 +601,43 @@ def test_a_refused_system_call_is_named_and_blamed_on_the_candidate(fake_worker)
     assert f.message == f"solve() on n=7: the worker was killed by SIGSYS: {seccomp.describe_refusal(f.log_tail)}"
     assert "system call 62" in f.message
     assert blame(w, f).status == Status.RUNTIME_ERROR
+
+
+KEY_EXCHANGE = """
+    send(nonce=nonce, ok=True, ready=True, pid=os.getpid())
+    cmd = json.loads(sys.stdin.readline())
+    got = []
+    for i in ASKS:
+        send(nonce=nonce, unseal=i)
+        got.append(json.loads(sys.stdin.readline())["key"])
+    send(nonce=nonce, ok=True, times_ms=[1.0, 1.0], got=got, cmd=cmd)
+    time.sleep(60)
+"""
+
+
+def test_a_sealed_batch_gives_each_key_when_asked(fake_worker):
+    """The parent's side of a sealed batch (judge/gpu/seal.py): call i's key goes on the worker's
+    stdin when the worker asks for it, in order; the keys are never part of the command."""
+    w = fake_worker("import time\n" + textwrap.dedent(KEY_EXCHANGE).replace("ASKS", "[0, 1]"))
+    w.wait_ready(timeout_s=20)
+    reply = w.request("time_batch", 20, "timing", k=2, sealed=True, keys=[[1, 2, 3], [4, 5, 6]])
+    assert reply["got"] == [[1, 2, 3], [4, 5, 6]]
+    assert reply["cmd"] == {"op": "time_batch", "k": 2, "sealed": True}
+
+
+@pytest.mark.parametrize("asks, keys", [([0, 0], True), ([1], True), ([0], True), ([0], False)],
+                         ids=["twice", "skipped_one", "one_unasked", "not_sealed"])
+def test_a_key_asked_for_out_of_turn_is_tampering(fake_worker, asks, keys):
+    """A key asked for twice, or ahead of its turn, or a batch replied to with a key never asked
+    for, or a key asked for in a batch that is not sealed: a "protocol" failure (REJECTED), and the
+    worker is killed. A worker that got a key early could open a later call's inputs between the
+    timed windows."""
+    from judge.engine.roles import blame
+
+    w = fake_worker("import time\n" + textwrap.dedent(KEY_EXCHANGE).replace("ASKS", repr(asks)))
+    w.wait_ready(timeout_s=20)
+    with pytest.raises(WorkerFailure) as info:
+        w.request("time_batch", 20, "timing", k=2, keys=[[1, 2, 3], [4, 5, 6]] if keys else None)
+    assert info.value.kind == "protocol", info.value
+    assert blame(w, info.value).status == Status.REJECTED
+    assert w.proc.poll() is not None

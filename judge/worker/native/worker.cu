@@ -21,11 +21,17 @@
 //   map/unmap   the parent's buffers, by CUDA IPC;
 //   call        one call; with `counter`, judge_check of each poisoned output into counter[0..1]
 //               right after solve() returns, before synchronising;
-//   prepare     the timed calls' arguments per slot, the outputs to poison, the counter buffer;
-//   time_batch  k timed calls: per call poison, L2 reset and flush (a read), the hold (with `hold`: hold.h),
-//               a GPU stamp, start event, solve(), end event, a stamp, the checks
+//   prepare     the timed calls' arguments per slot, the outputs to poison, the counter buffer, and
+//               the inputs a sealed batch opens (`inputs`: per slot, in the order of their keystreams);
+//   time_batch  k timed calls: per call poison, L2 reset, the gate (hold.h: once every block is
+//               resident, with `sealed` the worker asks the parent for the call's key, a line
+//               {"nonce":..,"unseal":i} on the channel answered by {"key":[k0,k1,k2]} on stdin, and
+//               the gate opens the call's inputs with it; then the L2 flush (a read), with `hold` the
+//               hold, and the start stamp), start event, solve(), end event, a stamp, the checks
 //               (protocol.CHECK_STRIDE bytes per call), the hold let go; the reply has each call's
-//               time, its host time (solve()'s own, on the CPU) and the batch's crowded and late holds.
+//               time, its host time (solve()'s own, on the CPU) and the batch's crowded and late gates.
+//               Where the gate cannot fill the SMs (an SM-limited context): the key, judge_crypt, the
+//               flush, the stamp, each on its own, with no hold.
 //
 // Everything it answers is a claim: the submission shares this process. The parent decides from
 // what it checks itself (judge/engine/guards.py).
@@ -85,6 +91,16 @@ template <typename F>
 void reply(bool ok, F fields) {
     jsn::Writer w;
     w.begin_object().key("nonce").string(g_nonce).key("ok").boolean(ok);
+    fields(w);
+    w.end_object();
+    write_all(g_channel, w.out + "\n");
+}
+
+// A line before the reply ({"nonce":..., <fields>}, no `ok`): a sealed call asking for its key.
+template <typename F>
+void reply_line(F fields) {
+    jsn::Writer w;
+    w.begin_object().key("nonce").string(g_nonce);
     fields(w);
     w.end_object();
     write_all(g_channel, w.out + "\n");
@@ -239,7 +255,7 @@ struct Output {
 
 class Worker {
   public:
-    Worker() {
+    explicit Worker(Lines& in) : in_(in) {
         uint64_t seed[4];
         if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
             judge_confine::OsError e = judge_confine::os_error("getrandom");
@@ -265,12 +281,12 @@ class Worker {
         // before the sandbox, and so that a missing image fails here, as the judge's problem.
         const void* kernels[] = {(const void*)judge_fill16, (const void*)judge_fill32, (const void*)judge_check16,
                                  (const void*)judge_check32, (const void*)judge_stamp, (const void*)judge_hold,
-                                 (const void*)judge_read};
+                                 (const void*)judge_read, (const void*)judge_crypt};
         for (const void* k : kernels) {
             cudaFuncAttributes attr;
             cuda(cudaFuncGetAttributes(&attr, k), "loading the judge's kernels");
         }
-        hold_.setup();
+        hold_.setup({flush_, flush_bytes_});
     }
 
     void dispatch(const std::string& op, const jsn::Value& cmd) {
@@ -287,10 +303,10 @@ class Worker {
             only_fields(cmd, {"args", "outputs", "counter"});
             call(cmd);
         } else if (op == "prepare") {
-            only_fields(cmd, {"slots", "outputs", "counter"});
+            only_fields(cmd, {"slots", "outputs", "counter", "inputs"});
             prepare(cmd);
         } else if (op == "time_batch") {
-            only_fields(cmd, {"k", "rest", "per_call", "hold"});
+            only_fields(cmd, {"k", "rest", "per_call", "hold", "sealed"});
             time_batch(cmd);
             return;  // replied with the times
         } else {
@@ -300,6 +316,7 @@ class Worker {
     }
 
   private:
+    Lines& in_;  // stdin: a sealed call's key arrives there mid-batch
     judge_poison::Rng rng_;
     void* flush_ = nullptr;
     size_t flush_bytes_ = 0;
@@ -313,6 +330,10 @@ class Worker {
     std::vector<std::vector<Output>> slot_outputs_;
     char* counter_ = nullptr;
     int64_t next_slot_ = 0;
+    // The sealed inputs per slot: (pointer, bytes) pairs in device memory for the gate, from `jobs_`.
+    unsigned long long* jobs_ = nullptr;
+    std::vector<std::pair<size_t, unsigned>> slot_jobs_;  // per slot: first pair, pairs
+    std::vector<std::pair<char*, uint64_t>> jobs_host_;
 
     // -- init
     void init(const jsn::Value& cmd) {
@@ -510,16 +531,75 @@ class Worker {
         }
         if (slots.empty() || outputs.size() != slots.size())
             refuse("BadRequest", "prepare needs one list of outputs per slot, and a slot at least");
+        std::vector<std::pair<size_t, unsigned>> slot_jobs;
+        std::vector<std::pair<char*, uint64_t>> jobs;
+        if (const jsn::Value* inputs = optional(cmd, "inputs")) {
+            const auto& per_slot = list_of(*inputs, "inputs");
+            if (per_slot.size() != slots.size()) refuse("BadRequest", "prepare needs one list of inputs per slot");
+            for (const jsn::Value& ins : per_slot) {
+                slot_jobs.emplace_back(jobs.size(), 0u);
+                for (const jsn::Value& in : list_of(ins, "inputs")) {
+                    Output o = output_of(in);
+                    if ((uintptr_t)o.ptr % 16) refuse("BadRequest", "a sealed input that is not 16-byte aligned");
+                    jobs.emplace_back(o.ptr, o.nbytes);
+                    ++slot_jobs.back().second;
+                }
+            }
+        }
         const jsn::Value* counter = optional(cmd, "counter");
         counter_ = counter ? buffer(*counter) : nullptr;
         slots_ = std::move(slots);
         slot_outputs_ = std::move(outputs);
         next_slot_ = 0;
+        if (jobs_) cuda(cudaFree(jobs_), "cudaFree");
+        jobs_ = nullptr;
+        if (!jobs.empty()) {
+            std::vector<unsigned long long> table;
+            for (const auto& j : jobs) {
+                table.push_back((unsigned long long)(uintptr_t)j.first);
+                table.push_back(j.second);
+            }
+            cuda(cudaMalloc(&jobs_, table.size() * sizeof table[0]), "cudaMalloc (the sealed inputs)");
+            cuda(cudaMemcpy(jobs_, table.data(), table.size() * sizeof table[0], cudaMemcpyHostToDevice),
+                 "cudaMemcpy (the sealed inputs)");
+        }
+        slot_jobs_ = std::move(slot_jobs);
+        jobs_host_ = std::move(jobs);
         while (events_.size() < (size_t)JUDGE_MAX_CALLS_PER_BATCH) {
             cudaEvent_t a, b;
             cuda(cudaEventCreate(&a), "cudaEventCreate");
             cuda(cudaEventCreate(&b), "cudaEventCreate");
             events_.emplace_back(a, b);
+        }
+    }
+
+    // Call i's key from the parent, asked for once its gate holds every SM: a line {"unseal": i} on
+    // the channel, answered by one line {"key": [k0, k1, k2]} on stdin.
+    void ask_key(int64_t i, uint32_t key[3]) {
+        reply_line([&](jsn::Writer& w) { w.key("unseal").integer(i); });
+        std::string line;
+        if (!in_.next(line)) refuse("BadRequest", "no key for a sealed call: stdin ended");
+        jsn::Value msg;
+        std::string error;
+        if (!jsn::parse(line, msg, error) || msg.type != jsn::Value::Object) refuse("BadRequest", "a key that is not a JSON object");
+        const auto& words = list_of(field(msg, "key"), "key");
+        if (words.size() != 3) refuse("BadRequest", "a key of other than three words");
+        for (int j = 0; j < 3; ++j) {
+            int64_t w = int_of(words[j], "key");
+            if (w < 0 || w > UINT32_MAX) refuse("BadRequest", "a key word out of range");
+            key[j] = (uint32_t)w;
+        }
+    }
+
+    // Without a gate (an SM-limited context): open slot s's inputs with judge_crypt on their own.
+    void open_inputs(size_t s, const uint32_t key[3]) {
+        for (unsigned j = 0; j < slot_jobs_[s].second; ++j) {
+            const auto& in = jobs_host_[slot_jobs_[s].first + j];
+            void* p = in.first;
+            uint64_t n = in.second;
+            uint32_t job = j, k0 = key[0], k1 = key[1], k2 = key[2];
+            void* args[] = {&p, &n, &job, &k0, &k1, &k2};
+            launch((const void*)judge_crypt, blocks((n + 15) / 16), BLOCK, args, LEGACY, "judge_crypt");
         }
     }
 
@@ -542,7 +622,8 @@ class Worker {
         const jsn::Value* rest_v = optional(cmd, "rest");
         double rest = rest_v ? number_of(*rest_v, "rest") : 0.0;
         bool per_call = flag(cmd, "per_call");
-        bool held = flag(cmd, "hold") && hold_.usable();
+        const bool gate = hold_.usable(), held = flag(cmd, "hold") && gate, sealed = flag(cmd, "sealed");
+        if (sealed && slot_jobs_.size() != slots_.size()) refuse("BadRequest", "a sealed batch without prepared inputs");
         const unsigned crowded0 = hold_.crowded(), late0 = hold_.late();
         std::vector<uint32_t> words;
         std::vector<bool> poisoned;
@@ -558,13 +639,29 @@ class Worker {
                 words[j] = w;
             }
             clear_persisting_l2();
-            flush_l2();
-            if (held) hold_.begin(LEGACY);
             char* slot = counter_ ? counter_ + (size_t)JUDGE_CHECK_STRIDE * i : nullptr;
-            if (slot) stamp(slot + 16);
+            unsigned long long* start_stamp = slot ? (unsigned long long*)(slot + 16) : nullptr;
             cudaEvent_t start = events_[i].first, end = events_[i].second;
-            cuda(cudaEventRecord(start, LEGACY), "cudaEventRecord");
-            if (held) hold_.wait_resident();
+            uint32_t key[3];
+            if (gate) {  // the gate, then the start event directly after it
+                const bool opens = sealed && slot_jobs_[s].second;
+                hold_.begin(opens ? jobs_ + 2 * slot_jobs_[s].first : nullptr, opens ? slot_jobs_[s].second : 0,
+                            start_stamp, held);
+                cuda(cudaEventRecord(start, LEGACY), "cudaEventRecord");
+                if (held || opens) hold_.wait_resident();
+                if (opens) {
+                    ask_key(i, key);
+                    hold_.open(key[0], key[1], key[2]);
+                }
+            } else {
+                if (sealed) {
+                    ask_key(i, key);
+                    open_inputs(s, key);
+                }
+                flush_l2();
+                if (slot) stamp(slot + 16);
+                cuda(cudaEventRecord(start, LEGACY), "cudaEventRecord");
+            }
             const double t0 = now_ms();
             judge_call::call(solve_, slots_[s]);
             host[(size_t)i] = now_ms() - t0;
@@ -745,7 +842,7 @@ int main(int argc, char** argv) {
     }
     Worker* worker = nullptr;
     try {
-        worker = new Worker();
+        worker = new Worker(in);
     } catch (const Failure& f) {
         reply_failure(f);
     }

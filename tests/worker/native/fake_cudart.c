@@ -3,7 +3,12 @@
  * machine without a GPU: every call succeeds and is logged on stderr (the worker's log), in order.
  * IPC handles map to zeroed host memory, so a CPU solve() can read and write its buffers; a kernel
  * launch is logged with its arguments (a stamp: 1 thread; a check: on the checks' stream; a fill:
- * 256 threads on the default stream; the flush's read: 512 threads). FAKE_CUDART_FAIL=<function> makes that call fail with
+ * 256 threads on the default stream; the flush's read: 512 threads; the gate: the only launch with
+ * dynamic shared memory). The gate is resident at once;
+ * once the host has given it a key, the next event record opens its sealed inputs on the host
+ * with the judge's keystream (Philox4x32-10, as judge/gpu/seal.py) and logs their first bytes.
+ * Small allocations are host memory (the gate's words, the sealed inputs' table); the flush
+ * buffer is an address never touched. FAKE_CUDART_FAIL=<function> makes that call fail with
  * cudaErrorIllegalAddress (700). cudaSetDevice also logs what /proc/self names and the pid, which
  * the real driver needs to agree. Only what the worker imports is here. */
 #include <fcntl.h>
@@ -53,9 +58,47 @@ cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned flags) { *d = h
 cudaError_t cudaFuncSetAttribute(const void* fn, int attr, int value) { return ok("cudaFuncSetAttribute"); }
 cudaError_t cudaMemset(void* p, int value, size_t n) { return ok("cudaMemset"); }
 cudaError_t cudaMalloc(void** p, size_t n) {
-    *p = (void*)0x10000000;  /* the flush buffer: never touched on the host */
+    *p = n > 4096 ? (void*)0x10000000 : calloc(1, n);  /* the flush buffer: never touched on the host */
     fprintf(stderr, "fake: cudaMalloc %zu\n", n);
     return ok("cudaMalloc");
+}
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, int kind) {
+    memcpy(d, s, n);
+    return ok("cudaMemcpy");
+}
+
+/* The last gate with sealed inputs, until its key came and they were opened. */
+static struct {
+    volatile unsigned* ctl;
+    unsigned number, njobs;
+    const unsigned long long* jobs;
+} gate;
+
+static void keystream(uint32_t c[4], uint32_t k0, uint32_t k1) {
+    for (int r = 0; r < 10; ++r) {
+        if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (uint32_t)p1; c[3] = (uint32_t)p0; c[0] = n0; c[2] = n2;
+    }
+}
+
+static void open_sealed(void) {
+    if (!gate.njobs || gate.ctl[4] != gate.number) return;
+    uint32_t k0 = gate.ctl[5], k1 = gate.ctl[6], k2 = gate.ctl[7];
+    for (unsigned j = 0; j < gate.njobs; ++j) {
+        uint8_t* p = (uint8_t*)(uintptr_t)gate.jobs[2 * j];
+        unsigned long long n = gate.jobs[2 * j + 1];
+        for (unsigned long long i = 0; i < n; ++i) {
+            uint32_t c[4] = {(uint32_t)(i / 16), (uint32_t)((i / 16) >> 32), j, k2};
+            keystream(c, k0, k1);
+            p[i] ^= (uint8_t)(c[(i % 16) / 4] >> (8 * (i % 4)));
+        }
+        fprintf(stderr, "fake: open %u %p %llu key=%u,%u,%u first=", j, (void*)p, n, k0, k1, k2);
+        for (unsigned long long i = 0; i < n && i < 8; ++i) fprintf(stderr, "%02x", p[i]);
+        fprintf(stderr, "\n");
+    }
+    gate.njobs = 0;
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) { *least = 0; *greatest = -5; return 0; }
 cudaError_t cudaStreamCreateWithPriority(void** s, unsigned flags, int priority) {
@@ -75,6 +118,7 @@ cudaError_t cudaIpcCloseMemHandle(void* p) { fprintf(stderr, "fake: ipc close %p
 static int events;
 cudaError_t cudaEventCreate(void** e) { *e = (void*)(intptr_t)(0x1000 + ++events); return ok("cudaEventCreate"); }
 cudaError_t cudaEventRecord(void* e, void* stream) {
+    open_sealed();
     fprintf(stderr, "fake: record %ld stream=%p\n", (long)((intptr_t)e - 0x1000), stream);
     return ok("cudaEventRecord");
 }
@@ -93,8 +137,12 @@ cudaError_t cudaLaunchKernel(const void* fn, dim3 grid, dim3 block, void** args,
     if (shared > 0) {  // judge_hold (the only launch with dynamic shared memory): every block resident at once,
         volatile unsigned* ctl = *(volatile unsigned**)args[0];  // the host lets go whenever it likes
         unsigned number = *(unsigned*)args[2];
-        fprintf(stderr, "fake: hold %u grid=%u smem=%zu\n", number, grid.x, shared);
+        const unsigned long long* jobs = *(const unsigned long long**)args[5];
+        unsigned njobs = *(unsigned*)args[6];
+        fprintf(stderr, "fake: hold %u grid=%u smem=%zu jobs=%u flush=%p %llu stamp=%p wait=%u\n", number, grid.x,
+                shared, njobs, *(void**)args[7], *(unsigned long long*)args[8], *(void**)args[11], *(unsigned*)args[12]);
         ctl[1] = number;
+        gate.ctl = ctl, gate.number = number, gate.jobs = jobs, gate.njobs = njobs;
     } else if (block.x == 512) {  // judge_read (the L2 flush: the only launch of 512 threads)
         fprintf(stderr, "fake: read %p %llu\n", *(void**)args[0], *(unsigned long long*)args[1]);
     } else if (block.x == 1) {
