@@ -192,8 +192,7 @@ class CpuWitness:
 
     def seal(self, calls: Sequence[Sequence], keys: Sequence) -> None:
         for inputs, key in zip(calls, keys):
-            for job, b in enumerate(inputs):
-                seal.crypt(b.tensor, job, key)
+            seal.crypt_call([b.tensor for b in inputs], key)
 
     def stamp(self) -> int:
         return self.clock.now()
@@ -298,8 +297,7 @@ class CpuSolver:
                 self.next += 1
                 words = [self.poison(bufs[o["buf"]]) for o in self.outputs[k]]
                 if worker.keys is not None:  # the gate opens the sealed inputs
-                    for job, x in enumerate(self.inputs[k]):
-                        seal.crypt(bufs[x["buf"]].tensor, job, seal.Key(*worker.keys[i]))
+                    seal.crypt_call([bufs[x["buf"]].tensor for x in self.inputs[k]], seal.Key(*worker.keys[i]))
                 start = clock.now()
                 if not self.unwritten:
                     self.solve(self.slots[k], k)

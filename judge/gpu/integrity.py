@@ -145,7 +145,7 @@ class Kernels:
                                        ctypes.c_void_p(flush + flush_bytes), ctypes.c_void_p(0),
                                        ctypes.c_uint(mode)], None, block=32, grid=grid, smem=smem)
 
-    def crypt(self, ptr: int, nbytes: int, job: int, key: tuple[int, int, int]) -> None:
+    def crypt(self, ptr: int, nbytes: int, job: int, key: list[int]) -> None:
         """judge_crypt: XOR `nbytes` at `ptr` (16-byte aligned) with input `job`'s keystream under
         `key` (judge/gpu/seal.py), on the legacy default stream."""
         if ptr % 16:

@@ -75,3 +75,9 @@ def crypt(t: Any, job: int, key: Key) -> None:
     words = keystream((n + 15) // 16, job, key)
     stream = torch.stack([(words >> (8 * i)) & 0xFF for i in range(4)], dim=2).reshape(-1)[:n]
     flat.bitwise_xor_(stream.to(torch.uint8))
+
+
+def crypt_call(tensors: Any, key: Key) -> None:
+    """`crypt` of a call's inputs, in order: input j with job j's keystream (the gate's numbering)."""
+    for job, t in enumerate(tensors):
+        crypt(t, job, key)

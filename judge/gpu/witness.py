@@ -97,7 +97,7 @@ class DeviceWitness:
         self.torch.cuda.synchronize()  # the draws and checksums, on whatever stream torch used, come first
         for inputs, key in zip(calls, keys):
             for job, buf in enumerate(inputs):
-                self.kernels.crypt(buf.ptr, buf.nbytes, job, (key.k0, key.k1, key.k2))
+                self.kernels.crypt(buf.ptr, buf.nbytes, job, key.wire())
         self.torch.cuda.synchronize()
 
     def stamp(self) -> int:
