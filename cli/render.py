@@ -134,7 +134,8 @@ def report(c: Console, r: Report) -> None:
     if e.gpu:
         c.print(f"[dim]{e.gpu}, driver {e.driver}, CUDA {e.cuda_runtime}, nvcc {e.nvcc}, "
                 f"torch {e.torch}, {e.arch}, {'sandboxed' if e.confined else 'not sandboxed'}"
-                f"{', own pid namespace' if e.pid_namespace else ''}[/]", highlight=False)
+                f"{', own pid namespace' if e.pid_namespace else ''}{', own cgroup' if e.cgroup else ''}[/]",
+                highlight=False)
     style = STYLE.get(r.status, "bold red")
     c.print(f"[{style}]{r.status.value}[/] {escape(r.problem)} · {escape(r.solution)} ({r.wall_s:.1f} s)")
     if r.message:

@@ -41,6 +41,10 @@ ENV_SECCOMP_LEARN = "JUDGE_SECCOMP_LEARN"
 # where the OS refuses (not root); a namespace whose /proc cannot be mounted fails its start-up
 # (docs/security.md, "A pid namespace of its own").
 ENV_PID_NAMESPACE = "JUDGE_PID_NAMESPACE"
+# "0": workers run without a cgroup of their own; anything else (the default): each gets one, with
+# the host-memory limit and a task limit, where the machine lets the judge make one
+# (judge/sandbox/cgroup.py), and runs without one where it does not.
+ENV_CGROUP = "JUDGE_CGROUP"
 
 DEFAULT_DOCKER_IMAGE = "kernel-judge:latest"
 APP_NAME = "kernel-judge"  # the folder's name under the platform's data folder

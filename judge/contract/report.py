@@ -135,6 +135,7 @@ class Environment(_M):
     peak_unit: str | None = None
     confined: bool = False  # the candidate's worker ran under the seccomp sandbox (JUDGE_CONFINE)
     pid_namespace: bool = False  # ... in a pid namespace of its own (where the OS allows one: root)
+    cgroup: bool = False  # ... in a cgroup of its own: host memory and tasks bounded by the kernel
 
 
 class Report(_M):

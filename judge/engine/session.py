@@ -177,13 +177,15 @@ class Session:
     def load(self, worker: Worker, load: dict, what: str = "loading the library", timeout_s: float = 30) -> None:
         """Start-up, then `init` with the problem's parameters and the library (or baseline) to load.
         A candidate's worker confines itself at `init` (judge/worker/client.py), in a pid namespace
-        of its own where the OS gave it one at start-up; the report says whether it did both."""
+        of its own where the OS gave it one at start-up and in a cgroup of its own where the judge
+        could make one; the report says which."""
         self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
         self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
         if worker.role == CANDIDATE:
             self.library = load
             self.report.environment.confined = bool(getattr(worker, "confined", False))
             self.report.environment.pid_namespace = getattr(worker, "pid_namespace", False) is True
+            self.report.environment.cgroup = getattr(worker, "group", None) is not None
 
     def retire_candidate(self) -> None:
         """End the candidate's worker, its whole process tree with it (judge/worker/client.py's

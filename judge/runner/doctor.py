@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from judge import paths
 from judge.build import toolkit
 from judge.gpu import device
-from judge.sandbox import pidns, seccomp
+from judge.sandbox import cgroup, pidns, seccomp
 
 
 @dataclass
@@ -57,6 +57,7 @@ def diagnose() -> list[Finding]:
     out.append(_numpy())
     out.append(_ncu())
     out.append(_pid_namespace())
+    out.append(_cgroup())
     ninja = shutil.which("ninja") or shutil.which("ninja", path=str(sys.prefix) + "/bin")
     out.append(Finding("ninja", bool(ninja), ninja or "not found", "" if ninja else "pip install ninja"))
     out.append(_docker())
@@ -96,6 +97,23 @@ def _pid_namespace() -> Finding:
                        "group only", "judge as root for a pid namespace per worker", required=False)
     return Finding(name, True, f"the candidate's worker gets one, with its own /proc ({off} turns it off)",
                    required=False)
+
+
+def _cgroup() -> Finding:
+    """Each worker in a cgroup of its own (judge/sandbox/cgroup.py): optional, the memory watch and
+    RLIMIT_NPROC stand in where the judge cannot make one."""
+    name, off = "cgroup", f"{paths.ENV_CGROUP}=0"
+    if not cgroup.wanted():
+        return Finding(name, False, f"none for the workers: {off} turns it off", required=False)
+    why = cgroup.probe()
+    if why:
+        return Finding(name, False, f"none for the workers ({why}): host memory is watched by polling and "
+                       "tasks are bounded per user (not for root)",
+                       "judge as root, or where the judge's cgroup delegates the memory and pids controllers",
+                       required=False)
+    found = cgroup.home()
+    return Finding(name, True, f"each worker gets one (v{found.version}, in {found.folders()[0]}): host memory "
+                   f"and {cgroup.TASK_LIMIT} tasks bounded by the kernel ({off} turns it off)", required=False)
 
 
 def _ncu() -> Finding:

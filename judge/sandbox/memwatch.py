@@ -13,6 +13,10 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from judge.sandbox.cgroup import Group
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 INTERVAL_S = 0.2
@@ -59,11 +63,14 @@ def resident_bytes(pid: int) -> int:
 class MemoryWatch:
     """Watch `pid` (the leader of its own process group) until `stop()` or its exit; when its
     tree's resident memory passes `limit` bytes, kill the group and keep what was seen in
-    `exceeded` (bytes)."""
+    `exceeded` (bytes). With the worker's cgroup (judge/sandbox/cgroup.py), whose limit the kernel
+    enforces: once its OOM killer ended any process of it (cgroup v1 ends only the largest), end the
+    rest too, and set `oom_killed`."""
 
-    def __init__(self, pid: int, limit: int):
-        self.pid, self.limit = pid, limit
+    def __init__(self, pid: int, limit: int, group: Group | None = None):
+        self.pid, self.limit, self.group = pid, limit, group
         self.exceeded: int | None = None
+        self.oom_killed = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"memwatch-{pid}", daemon=True)
         self._thread.start()
@@ -72,14 +79,23 @@ class MemoryWatch:
         while not self._stop.wait(INTERVAL_S):
             if not os.path.exists(f"/proc/{self.pid}"):
                 return
+            if self.group is not None and self.group.oom_kills():
+                self.oom_killed = True
+                self._kill()
+                return
             used = resident_bytes(self.pid)
             if used > self.limit:
                 self.exceeded = used
-                try:
-                    os.killpg(self.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                self._kill()
                 return
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.group is not None:
+            self.group.kill()
 
     def stop(self) -> None:
         self._stop.set()

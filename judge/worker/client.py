@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import paths
-from judge.sandbox import parent, pidns, seccomp
+from judge.sandbox import cgroup, parent, pidns, seccomp
 from judge.sandbox.memwatch import MemoryWatch, default_limit, descendants
 from judge.worker import native_build, protocol
 from judge.worker.protocol import Op
@@ -118,18 +118,26 @@ class WorkerProcess:
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
         if not torch and not pidns.wanted():  # unset: a pid namespace of its own (judge/worker/native/confine.h)
             env[protocol.ENV_PID_NAMESPACE] = "0"
+        # A cgroup of its own (judge/sandbox/cgroup.py), joined between fork and exec; none where
+        # the machine gives none (`no_group` says why: the memory watch and RLIMIT_NPROC remain).
+        self.group: cgroup.Group | None = None
+        self.no_group = ""
+        try:
+            self.group = cgroup.make(limit)
+        except cgroup.Unavailable as e:
+            self.no_group = str(e)
         log = open(self.log_path, "wb")
         try:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-                cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks()), start_new_session=True)
+            self.proc = self._start(argv, log, write_fd, env)
         except BaseException:
             os.close(read_fd)
+            if self.group:
+                self.group.remove()
             raise
         finally:
             log.close()
             os.close(write_fd)
-        self.memory = MemoryWatch(self.proc.pid, limit)
+        self.memory = MemoryWatch(self.proc.pid, limit, self.group)
         self.read_fd = read_fd
         assert self.proc.stdin is not None
         self.stdin_fd = self.proc.stdin.fileno()
@@ -146,6 +154,21 @@ class WorkerProcess:
             os.write(self.stdin_fd, (self.nonce + "\n").encode())
         except OSError:
             pass
+
+    def _start(self, argv: list[str], log, write_fd: int, env: dict[str, str]) -> subprocess.Popen:
+        """The worker's process, in its group; without one if it could not join it (the child
+        cannot say why: `no_group` says that it failed)."""
+        def popen(group: cgroup.Group | None) -> subprocess.Popen:
+            return subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                cwd=self.workdir.name, env=env, preexec_fn=_limits(_user_tasks(), group), start_new_session=True)
+        if self.group is not None:
+            try:
+                return popen(self.group)
+            except subprocess.SubprocessError:  # the child could not join the group
+                self.group.remove()
+                self.group, self.no_group = None, "the worker could not join the group made for it"
+        return popen(None)
 
     def wait_ready(self, timeout_s: float = 120.0) -> dict:
         """The ready reply. The native worker's says whether it runs in a pid namespace of its own
@@ -302,12 +325,17 @@ class WorkerProcess:
             if self.memory.exceeded is not None:  # the judge's own kill
                 how, by = (f"the worker was killed: it held {self.memory.exceeded / (1 << 30):.1f} GiB of host "
                            f"memory, over the limit of {self.memory.limit / (1 << 30):.1f} GiB"), ""
+            elif self.group is not None and (self.memory.oom_killed or self.group.oom_kills()):  # the kernel's
+                how, by = ("the worker was killed by the kernel: it reached its host-memory limit of "
+                           f"{self.group.memory_bytes / (1 << 30):.1f} GiB (its cgroup)"), ""
             elif name == "SIGXFSZ":
                 how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
             elif name == "SIGSYS" and (refusal := seccomp.describe_refusal(self.log_tail())):
                 how += f": {refusal}"  # the worker's SIGSYS handler logged the call's number
         else:
             how = f"the worker exited with status {code}"
+        if self.group is not None and (refused := self.group.refused_tasks()):
+            how += f" ({refused} new process(es) or thread(s) refused at its limit of {self.group.tasks} tasks)"
         return WorkerFailure("crash", f"{what}: {how}", self.log_tail(), signal=by)
 
     def log_tail(self) -> str:
@@ -324,11 +352,13 @@ class WorkerProcess:
         in its own pid namespace belongs to the grandchild of the process started here, and NVML
         lists that one."""
         self.memory.stop()
-        KILLED.update(self.pids | descendants(self.proc.pid))
+        KILLED.update(self.pids | descendants(self.proc.pid) | set(self.group.pids() if self.group else ()))
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.group is not None:  # whatever left the process group (a new session) is still in it
+            self.group.kill()
         self.proc.wait()
         if self.proc.stdin:
             self.proc.stdin.close()
@@ -340,6 +370,8 @@ class WorkerProcess:
             os.close(self.read_fd)
         except OSError:
             pass
+        if self.group is not None:
+            self.group.remove()
         self.workdir.cleanup()
 
 
@@ -428,12 +460,13 @@ def _user_tasks() -> int | None:
     return n
 
 
-def _limits(tasks: int | None):
+def _limits(tasks: int | None, group: cgroup.Group | None = None):
     """The worker's limits (set in the child before exec). RLIMIT_AS cannot be used: the CUDA
     driver reserves a virtual address range as large as the device's and host memory together.
     RLIMIT_NPROC counts every process and thread of the user (the kernel ignores it for root):
     it is set above what the user runs now, so it stops a fork bomb, never the CUDA runtime's
-    own threads; it is never raised above the limit already in force."""
+    own threads; it is never raised above the limit already in force. Last, the child joins its
+    cgroup (judge/sandbox/cgroup.py: memory and tasks bounded by the kernel, root or not)."""
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (LOG_LIMIT_BYTES, LOG_LIMIT_BYTES))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -450,4 +483,6 @@ def _limits(tasks: int | None):
                 resource.setrlimit(resource.RLIMIT_NPROC, (n, hard))
             except (ValueError, OSError):
                 pass
+        if group is not None:
+            group.join()
     return apply

@@ -1,6 +1,7 @@
 """What the candidate's confinement costs (issue 16): `judge submit` medians with the worker
-confined (the default) and unconfined (JUDGE_CONFINE=0), alternated A B A B so that the board's
-drift falls on both alike.
+confined (the default: seccomp filter, pid namespace, cgroup) and unconfined (JUDGE_CONFINE=0,
+JUDGE_PID_NAMESPACE=0, JUDGE_CGROUP=0), alternated A B A B so that the board's drift falls on both
+alike.
 
     python3 scripts/measure/confinement_cost.py [--rounds 2] [PROBLEM SOLUTION ...]
 
@@ -22,7 +23,8 @@ DEFAULT = ["hgemm", "reference_solutions/hgemm/06_wgmma_tma_persistent.cu",
 
 
 def submit(problem: str, solution: str, confined: bool) -> dict:
-    env = dict(os.environ, JUDGE_CONFINE="1" if confined else "0")
+    on = "1" if confined else "0"
+    env = dict(os.environ, JUDGE_CONFINE=on, JUDGE_PID_NAMESPACE=on, JUDGE_CGROUP=on)
     out = subprocess.run(["judge", "submit", f"problems/{problem}", solution, "--json"], env=env,
                          capture_output=True, text=True, timeout=900)
     report = json.loads(out.stdout)
@@ -44,7 +46,10 @@ def main() -> int:
         for _ in range(a.rounds):
             for confined in (True, False):
                 r = submit(problem, solution, confined)
-                assert r["environment"].get("confined") is confined, "the report does not say how it ran"
+                env = r["environment"]
+                assert env.get("confined") is confined, "the report does not say how it ran"
+                if not confined:
+                    assert not env.get("pid_namespace") and not env.get("cgroup"), "unconfined, yet namespaced"
                 for b in r["benchmarks"]:
                     raw.setdefault(f"{problem} {b['workload']}", {True: [], False: []})[confined].append(
                         b["stats"]["median_ms"])

@@ -8,6 +8,7 @@ worker would, and opens its channel with the Python worker's code (judge/worker/
 """
 from __future__ import annotations
 
+import re
 import stat
 import sys
 import textwrap
@@ -17,6 +18,7 @@ import pytest
 
 from judge import paths
 from judge.contract.verdict import Status
+from judge.sandbox import cgroup
 from judge.worker import client as local
 from judge.worker.client import WorkerFailure, WorkerProcess
 
@@ -279,8 +281,37 @@ def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
         w.request("call", 30, "solve()")
     assert time.perf_counter() - t0 < 10
     assert info.value.kind == "crash"
-    assert "GiB of host memory, over the limit of 0.2 GiB" in info.value.message
+    # The watch's kill, or the kernel's where the worker has a cgroup (whichever comes first)
+    assert re.search(r"GiB of host memory, over the limit of 0\.2 GiB|its host-memory limit of 0\.2 GiB \(its cgroup\)",
+                     info.value.message), info.value.message
     assert info.value.signal == ""  # the judge's own kill: not from outside
+
+
+@pytest.mark.skipif(cgroup.probe() is not None, reason="no cgroup here")
+def test_the_kernels_kill_at_the_cgroups_limit_ends_the_whole_worker_and_is_named(fake_worker, monkeypatch):
+    """A process of the worker killed by the kernel at its group's limit (judge/sandbox/cgroup.py;
+    cgroup v1 kills only the largest process, here the forked child) ends the whole worker, with
+    the limit named. The group's limit is set below the memory watch's so that the kernel acts first."""
+    make = cgroup.make
+    monkeypatch.setattr(cgroup, "make", lambda memory_bytes, tasks=cgroup.TASK_LIMIT: make(96 << 20, tasks))
+    monkeypatch.setenv(local.MEMORY_ENV, "4")
+    w = fake_worker("""
+        import time
+        send(nonce=nonce, ok=True, ready=True)
+        sys.stdin.readline()
+        if os.fork() == 0:
+            hog = b"x" * (400 << 20)
+            time.sleep(60)
+        time.sleep(60)
+    """)
+    w.wait_ready(timeout_s=20)
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerFailure) as info:
+        w.request("call", 30, "solve()")
+    assert time.perf_counter() - t0 < 10
+    assert info.value.kind == "crash" and info.value.signal == ""
+    assert "killed by the kernel: it reached its host-memory limit of 0.1 GiB (its cgroup)" in info.value.message
+    assert w.memory.exceeded is None
 
 
 def test_memory_watch_leaves_a_small_worker_alone(fake_worker, monkeypatch):
