@@ -18,7 +18,8 @@ benchmark shape of the problem's spec, one table row:
     drawn by the problem's generator (judge.problem.workloads.fill_inputs), the outputs allocated
     as the spec says, the baseline called with keyword arguments as the baseline worker does,
     captured in a torch.cuda.CUDAGraph after a warm-up, then REPLAYS replays timed with CUDA
-    events, each preceded by the workers' L2 flush (a read of a buffer of max(2 × L2, 64 MiB), outside the events), in
+    events, each preceded by the baseline worker's gate, unheld (it reads the call's inputs, then
+    flushes L2 by reading a buffer of max(2 × L2, 64 MiB); outside the events), in
     batches and with rest as the judge times (docs/timing.md); the median. A baseline that cannot
     be captured reads `n/a (why)`. Target: within 2%;
 (c) the spread of the judge's median over the runs, max/min - 1. Target: at most 1%;
@@ -344,7 +345,8 @@ def render(h: Header, rows: Sequence[Row]) -> str:
         f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once, file cache warm): {start}.",
         f"Targets: (a) the judge's median (of {h.runs} runs) within {100 * A_TARGET:g}% of Nsight Compute's summed "
         f"kernel time per solve() call (median of {h.ncu_calls} profiled calls); (b) each baseline's judged median "
-        f"within {100 * B_TARGET:g}% of a CUDA-graph replay of the same call (L2 flushed before each, median of "
+        f"within {100 * B_TARGET:g}% of a CUDA-graph replay of the same call "
+        f"(after the baseline worker's gate: inputs read, L2 flushed; median of "
         f"{h.replays}); (c) the spread max/min − 1 of the judge's median over {h.runs} runs ≤ {100 * C_TARGET:g}%; "
         f"(d) `judge submit`'s wall clock (median of the runs; the report's wall_s beside it) ≤ torch's start + "
         f"{allow} s for easy / medium / hard / hard+ and hard++.",
@@ -458,6 +460,7 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
         try:
             tensors = make_tensors(torch, problem, w, "cuda")
             kwargs = call_kwargs(problem, w, tensors)
+            inputs = [tensors[t.name] for t in problem.tensors if not t.ctype.is_output]
         except Exception as e:  # noqa: BLE001 — recorded as the row's n/a
             for b in problem.baselines:
                 out[wid][b.name] = GraphTiming(error=f"inputs: {type(e).__name__}: {e}")
@@ -469,7 +472,7 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
             except Exception as e:  # noqa: BLE001 — recorded as the row's n/a
                 out[wid][b.name] = GraphTiming(error=f"loading {b.impl}: {type(e).__name__}: {e}")
                 continue
-            out[wid][b.name] = replay(torch, fn, kwargs, replays)
+            out[wid][b.name] = replay(torch, fn, kwargs, replays, inputs)
             g = out[wid][b.name]
             log(f"    {g.median_ms:.4f} ms" if g.median_ms is not None else f"    n/a ({g.error})")
         del tensors, kwargs
@@ -478,23 +481,33 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
     return out
 
 
-def l2_flush(torch: Any, nbytes: int) -> Callable[[], None]:
-    """The workers' L2 flush (judge/worker/main.py): a read of `nbytes` that nothing writes after
-    they are set once (judge_read), on the default stream."""
+def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
+    """What the baseline worker runs on the GPU before each timed call (judge/worker/hold.py's
+    `begin`, unheld): judge_hold reads the call's inputs (as a candidate's gate opens its sealed
+    ones), then flushes L2 by reading judge_read's buffer, on the legacy default stream. So the
+    replayed call starts with its inputs' pages as recently used as the judged call's."""
+    from judge.gpu.cudart import Runtime
     from judge.gpu.integrity import FLUSH_SINK_BYTES, Kernels
+    from judge.worker.hold import Hold
+    from judge.worker.protocol import FLUSH_MIN_BYTES
 
+    rt = Runtime()
+    nbytes = max(2 * rt.l2_bytes(), FLUSH_MIN_BYTES)
     buf = torch.full((nbytes + FLUSH_SINK_BYTES,), 0x55, dtype=torch.uint8, device="cuda")
-    kernels = Kernels()
-    return lambda: kernels.read(buf.data_ptr(), nbytes)
+    table = torch.tensor([v for t in inputs for v in (t.data_ptr(), t.numel() * t.element_size())],
+                         dtype=torch.int64, device="cuda")
+    hold = Hold(rt, Kernels(), buf.data_ptr(), nbytes)
+    return lambda: hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
 
 
-def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> GraphTiming:
-    """Warm-up, capture, then `replays` timed replays, each after an L2 flush, in batches and with
-    rest as the judge does it (judge/engine/timing.py, judge/worker/main.py's time_batch)."""
+def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int,
+           inputs: Sequence[Any] = ()) -> GraphTiming:
+    """Warm-up, capture, then `replays` timed replays, each after the baseline worker's gate (it
+    reads `inputs`, then flushes L2), in batches and with rest as the judge does it
+    (judge/engine/timing.py, judge/worker/main.py's time_batch)."""
     from judge.engine.buffers import MAX_SLOTS
     from judge.engine.stats import TimingPolicy
     from judge.engine.timing import REST_PER_CALL_MS
-    from judge.worker.protocol import FLUSH_MIN_BYTES
 
     stage = "eager warm-up"
     try:
@@ -510,14 +523,13 @@ def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int) -> Gr
         with torch.cuda.graph(graph):
             kept = fn(**kwargs)  # a returned tensor stays alive while the graph is replayed
         stage = "replay"
-        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
-        flush = l2_flush(torch, max(2 * l2, FLUSH_MIN_BYTES))
+        gate = baseline_gate(torch, inputs)
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in range(MAX_SLOTS)]
 
         def batch(k: int) -> list[float]:
             for i in range(k):
-                flush()
+                gate()
                 events[i][0].record()
                 graph.replay()
                 events[i][1].record()

@@ -400,13 +400,22 @@ class _FakeTorch:
 
 
 @pytest.mark.parametrize("call_ms,batch", [(2.0, 1), (0.01, 8)])
-def test_replay_flushes_before_every_timed_replay_in_the_judges_batches(monkeypatch, call_ms, batch):
+def test_replay_runs_the_baseline_gate_before_every_timed_replay_in_the_judges_batches(monkeypatch, call_ms, batch):
+    """Before each replay the baseline worker's gate (it reads the call's inputs, then flushes L2),
+    so that the replay's inputs are as recently used as the judged call's."""
     fake = _FakeTorch(call_ms)
     sleeps: list[float] = []
     monkeypatch.setattr(ft.time, "sleep", sleeps.append)
-    monkeypatch.setattr(ft, "l2_flush", lambda torch, nbytes: lambda: fake.log.append("flush"))
+    gated: list[object] = []
+
+    def gate(torch, inputs):
+        gated.append(inputs)
+        return lambda: fake.log.append("flush")
+    monkeypatch.setattr(ft, "baseline_gate", gate)
     eager: list[bool] = []
-    g = ft.replay(fake, lambda **kw: eager.append(fake.capturing), {"n": 1}, 60)
+    x = object()
+    g = ft.replay(fake, lambda **kw: eager.append(fake.capturing), {"n": 1}, 60, [x])
+    assert gated == [[x]]
     assert g.error is None and g.times_ms == [call_ms] * 60 and g.median_ms == call_ms
     assert eager == [False, False, False, True]  # a warm-up of 3 eager calls, then the captured one
     timed = fake.log[fake.log.index("replay"):]
