@@ -261,11 +261,9 @@ def test_close_ends_children_of_a_worker_that_exited(fake_worker):
             pass
 
 
-def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
-    """The parent's memory watch (judge/sandbox/memwatch.py) kills a worker whose resident memory
-    passes the limit (here 0.2 GiB), including memory held by a process the worker forked, and the
-    failure says so."""
-    monkeypatch.setenv(local.MEMORY_ENV, "0.2")
+def hog_in_a_child(fake_worker) -> tuple[pytest.ExceptionInfo[WorkerFailure], WorkerProcess]:
+    """A worker whose forked child touches 400 MiB at its first request: the request's failure,
+    which must come within 10 s, and the worker."""
     w = fake_worker("""
         import time
         send(nonce=nonce, ok=True, ready=True)
@@ -280,6 +278,15 @@ def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
     with pytest.raises(WorkerFailure) as info:
         w.request("call", 30, "solve()")
     assert time.perf_counter() - t0 < 10
+    return info, w
+
+
+def test_host_memory_hog_is_killed_and_named(fake_worker, monkeypatch):
+    """The parent's memory watch (judge/sandbox/memwatch.py) kills a worker whose resident memory
+    passes the limit (here 0.2 GiB), including memory held by a process the worker forked, and the
+    failure says so."""
+    monkeypatch.setenv(local.MEMORY_ENV, "0.2")
+    info, _ = hog_in_a_child(fake_worker)
     assert info.value.kind == "crash"
     # The watch's kill, or the kernel's where the worker has a cgroup (whichever comes first)
     assert re.search(r"GiB of host memory, over the limit of 0\.2 GiB|its host-memory limit of 0\.2 GiB \(its cgroup\)",
@@ -295,20 +302,7 @@ def test_the_kernels_kill_at_the_cgroups_limit_ends_the_whole_worker_and_is_name
     make = cgroup.make
     monkeypatch.setattr(cgroup, "make", lambda memory_bytes, tasks=cgroup.TASK_LIMIT: make(96 << 20, tasks))
     monkeypatch.setenv(local.MEMORY_ENV, "4")
-    w = fake_worker("""
-        import time
-        send(nonce=nonce, ok=True, ready=True)
-        sys.stdin.readline()
-        if os.fork() == 0:
-            hog = b"x" * (400 << 20)
-            time.sleep(60)
-        time.sleep(60)
-    """)
-    w.wait_ready(timeout_s=20)
-    t0 = time.perf_counter()
-    with pytest.raises(WorkerFailure) as info:
-        w.request("call", 30, "solve()")
-    assert time.perf_counter() - t0 < 10
+    info, w = hog_in_a_child(fake_worker)
     assert info.value.kind == "crash" and info.value.signal == ""
     assert "killed by the kernel: it reached its host-memory limit of 0.1 GiB (its cgroup)" in info.value.message
     assert w.memory.exceeded is None
