@@ -119,13 +119,12 @@ class WorkerProcess:
         if not torch and not pidns.wanted():  # unset: a pid namespace of its own (judge/worker/native/confine.h)
             env[protocol.ENV_PID_NAMESPACE] = "0"
         # A cgroup of its own (judge/sandbox/cgroup.py), joined between fork and exec; none where
-        # the machine gives none (`no_group` says why: the memory watch and RLIMIT_NPROC remain).
+        # the machine gives none (`judge doctor` says why: the memory watch and RLIMIT_NPROC remain).
         self.group: cgroup.Group | None = None
-        self.no_group = ""
         try:
             self.group = cgroup.make(limit)
-        except cgroup.Unavailable as e:
-            self.no_group = str(e)
+        except cgroup.Unavailable:
+            pass
         log = open(self.log_path, "wb")
         try:
             self.proc = self._start(argv, log, write_fd, env)
@@ -156,8 +155,7 @@ class WorkerProcess:
             pass
 
     def _start(self, argv: list[str], log, write_fd: int, env: dict[str, str]) -> subprocess.Popen:
-        """The worker's process, in its group; without one if it could not join it (the child
-        cannot say why: `no_group` says that it failed)."""
+        """The worker's process, in its group; without one if it could not join it."""
         def popen(group: cgroup.Group | None) -> subprocess.Popen:
             return subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
@@ -167,7 +165,7 @@ class WorkerProcess:
                 return popen(self.group)
             except subprocess.SubprocessError:  # the child could not join the group
                 self.group.remove()
-                self.group, self.no_group = None, "the worker could not join the group made for it"
+                self.group = None
         return popen(None)
 
     def wait_ready(self, timeout_s: float = 120.0) -> dict:

@@ -224,7 +224,7 @@ def test_the_worker_joins_its_group_before_its_program_starts(tmp_path, monkeypa
     monkeypatch.setattr(client, "command", lambda torch=False: [str(script)])
     w = client.WorkerProcess(device=0, role="candidate")
     try:
-        assert w.group is not None and w.no_group == ""
+        assert w.group is not None
         name = w.group.folders()[0].name
         deadline = time.monotonic() + 10
         while name not in w.log_path.read_text() and time.monotonic() < deadline:
@@ -237,6 +237,27 @@ def test_the_worker_joins_its_group_before_its_program_starts(tmp_path, monkeypa
     monkeypatch.setenv("JUDGE_CGROUP", "0")
     w = client.WorkerProcess(device=0, role="candidate")
     try:
-        assert w.group is None and w.no_group == "JUDGE_CGROUP=0"
+        assert w.group is None
+    finally:
+        w.close()
+
+
+@needs_cgroup
+def test_a_worker_that_cannot_join_its_group_starts_without_one_and_the_group_is_removed(tmp_path, monkeypatch):
+    script = tmp_path / "w.py"
+    script.write_text(f"#!{os.sys.executable}\nimport sys\nsys.stdin.read()\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(client, "command", lambda torch=False: [str(script)])
+    made: list[cgroup.Group] = []
+    make = cgroup.make
+    monkeypatch.setattr(cgroup, "make", lambda *a, **k: made.append(make(*a, **k)) or made[-1])
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(cgroup.Group, "join", refuse)
+    w = client.WorkerProcess(device=0, role="candidate")
+    try:
+        assert w.group is None and w.proc.poll() is None
+        assert len(made) == 1 and not any(f.exists() for f in made[0].folders())
     finally:
         w.close()
