@@ -56,7 +56,11 @@ class DockerOptions:
     mounts: list[str] = field(default_factory=list)  # extra read-only binds, "SRC:DST"
     host_env: bool = False  # bind this machine's /usr and Python environment (docker/host-image.sh's images)
     driver_dir: str | None = None  # the driver's libraries (devices style); default: found
-    pids_limit: int = 1024  # threads count too: torch and nvcc start many
+    # Processes and threads of the judge and its workers together. A worker's own bound is
+    # RLIMIT_NPROC, 4096 tasks above what runs when it starts (judge/worker/client.py's
+    # EXTRA_TASKS; the container's user is not root, so it binds): the container's must be above
+    # that, or a worker's thread flood would take the judge's last task.
+    pids_limit: int = 8192
     memory: str = "32g"
     cpus: float = 8.0
     work_size: str = "1g"  # tmpfs /work (HOME, the build cache)

@@ -27,6 +27,7 @@ from judge.problem import spec
 from judge.runner import docker as dk
 from judge.runner.container_entry import NONCE, Reader, encode
 from judge.runner.docker_io import run_container
+from judge.worker import client
 
 EXPLOITS = ROOT / "tests" / "exploits"
 VECTOR_ADD = ROOT / "reference_solutions" / "vector_add" / "01_naive.cu"
@@ -54,7 +55,8 @@ def test_config_locks_the_container_down(problem):
     c = config(problem)
     assert c["network_mode"] == "none" and c["read_only"] is True
     assert c["user"] == "65534:65534" and c["cap_drop"] == ["ALL"] and c["security_opt"] == ["no-new-privileges"]
-    assert c["pids_limit"] > 0 and c["mem_limit"] and c["memswap_limit"] == c["mem_limit"] and c["nano_cpus"] > 0
+    assert c["pids_limit"] >= client.EXTRA_TASKS + 1024  # a worker's own limit binds first: room for the judge
+    assert c["mem_limit"] and c["memswap_limit"] == c["mem_limit"] and c["nano_cpus"] > 0
     assert set(c["tmpfs"]) == {"/work", "/tmp"} and all("exec" in o.split(",") for o in c["tmpfs"].values())
     assert all(v["mode"] == "ro" for v in c["volumes"].values()), c["volumes"]
     assert c["command"][1:3] == ["-m", "judge.runner.container_entry"]
@@ -184,9 +186,9 @@ def image(engine) -> str:
     return tag
 
 
-def probe(engine, problem, image, command: str, timeout_s: float = 60):
+def probe(engine, problem, image, command: str, timeout_s: float = 60, **kw):
     """Run `command` (sh) in a container with the runner's exact config; (stdout lines, outcome)."""
-    c = config(problem, image=image, host_env=True)
+    c = config(problem, image=image, host_env=True, **kw)
     c["command"] = ["sh", "-c", command]
     gen = run_container(engine, c, b"", timeout_s, 1 << 20)
     lines = []
@@ -235,7 +237,8 @@ except OSError as e:
 
 @pytest.mark.docker
 def test_fork_bomb_is_contained(engine, image, problem):
-    # forks until the pids limit says no, then exits (its children die with it)
+    # forks until the pids limit (set lower than the default: 1024 Pythons are enough to show it)
+    # says no, then exits (its children die with it)
     lines, out = probe(engine, problem, image, """exec python3 -c '
 import os, time
 n = 0
@@ -246,14 +249,54 @@ try:
         n += 1
 except OSError as e:
     print(n, e.errno)
-'""".replace("python3", sys.executable))
+'""".replace("python3", sys.executable), pids_limit=1024)
     n, errno = map(int, lines[0].split())
-    assert 0 < n < dk.DockerOptions().pids_limit and errno == 11, (lines, out)  # EAGAIN
+    assert 0 < n < 1024 and errno == 11, (lines, out)  # EAGAIN
     # a classic shell fork bomb never ends by itself: the hard limit kills it
-    lines, out = probe(engine, problem, image, "f() { f | f & }; f; sleep 60", timeout_s=8)
+    lines, out = probe(engine, problem, image, "f() { f | f & }; f; sleep 60", timeout_s=8, pids_limit=1024)
     assert out.timed_out and out.killed, (lines, out)
     assert not leftovers(engine)
     assert subprocess.run(["true"]).returncode == 0  # the host still forks
+
+
+@pytest.fixture(scope="module")
+def flood(tmp_path_factory) -> Path:
+    """tests/exploits/sandbox/host_flood.c, built here (the container runs this machine's /usr)."""
+    exe = tmp_path_factory.mktemp("attack") / "host_flood"
+    subprocess.run(["gcc", "-O1", "-pthread", "-Wall", "-Werror", "-o", str(exe),
+                    str(EXPLOITS / "sandbox" / "host_flood.c")], check=True, timeout=60)
+    exe.parent.chmod(0o755)
+    return exe
+
+
+@pytest.mark.docker
+def test_a_workers_thread_flood_leaves_the_judge_room_in_the_container(engine, image, problem, flood):
+    """The container's pids limit bounds the judge and its workers together. A worker (started with
+    the worker's limits, as judge/worker/client.py starts one) that takes every task it can must be
+    refused by its own limit while the judge, in the same container, can still start a process and
+    a thread: with the old limits (1024 for the container, the worker's own 4096 above what runs)
+    the flood took the container's last task and the judge could start nothing."""
+    script = """
+import subprocess, threading
+from judge.worker import client
+p = subprocess.Popen(["/attack/host_flood", "threads", "100000", "hold"], stdout=subprocess.PIPE, text=True,
+                     preexec_fn=client._limits(client._user_tasks()), start_new_session=True)
+print(p.stdout.readline().strip())
+try:
+    subprocess.run(["true"], check=True)
+    t = threading.Thread(target=lambda: None); t.start(); t.join()
+    print("judge: room left")
+except OSError as e:
+    print("judge: refused", e.errno)
+p.kill(); p.wait()
+"""
+    lines, out = probe(engine, problem, image, f"exec {sys.executable} -c '{script}'",
+                       mounts=[f"{flood.parent}:/attack"])
+    assert out.exit_code == 0, (lines, out)
+    started = int(lines[0].split()[1])
+    assert lines[0].endswith("then refused") and started >= 1000, lines  # honest room: torch starts many
+    assert lines[1] == "judge: room left", lines
+    assert not leftovers(engine)
 
 
 @pytest.mark.docker
