@@ -300,6 +300,31 @@ p.kill(); p.wait()
 
 
 @pytest.mark.docker
+def test_the_workers_filter_installs_and_bites_in_the_container(engine, image, problem):
+    """The worker's seccomp filter, stacked on docker's own profile as user nobody: a child under it
+    runs an allowed call and is killed for a refused one, as in the local runner's tests."""
+    script = """
+import os, signal
+from judge.sandbox import seccomp
+def fate(action):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            seccomp.install(seccomp.program(os.getpid()))
+            action()
+        finally:
+            os._exit(0)
+    _, st = os.waitpid(pid, 0)
+    return signal.Signals(os.WTERMSIG(st)).name if os.WIFSIGNALED(st) else "exit %d" % os.WEXITSTATUS(st)
+print(fate(os.getpid), fate(lambda: os.kill(os.getppid(), 0)), fate(os.fork), fate(lambda: os.setsid()))
+"""
+    lines, out = probe(engine, problem, image, f"exec {sys.executable} -c '{script}'")
+    assert out.exit_code == 0, (lines, out)
+    assert lines == ["exit 0 SIGSYS SIGSYS SIGSYS"], lines
+    assert not leftovers(engine)
+
+
+@pytest.mark.docker
 def test_disk_filler_stops_at_the_tmpfs_size(engine, image, problem):
     lines, out = probe(engine, problem, image,
                        "dd if=/dev/zero of=/work/fill bs=1M count=4096 2>&1 | grep -c 'No space left'; "
