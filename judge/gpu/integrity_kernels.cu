@@ -92,12 +92,22 @@ extern "C" __global__ void judge_check32(const volatile uint32_t* p, uint32_t v,
                                          unsigned long long* out) {
     check(p, v, n, salt, out);
 }
-extern "C" __global__ void judge_read(const uint4* p, uint64_t n, unsigned never, unsigned* sink) {
+// The XOR of this thread's share of the 16-byte words p[0..n) (every `threads`-th from `t`): a read
+// of all of them that the compiler must keep when the caller stores the result where `never` says.
+// UNROLL loads in flight a thread: 4 for the gate's flush, 1 (a loop as written) elsewhere, where
+// more would cost judge_hold registers it does not have (64 at most: see judge_hold).
+template <int UNROLL>
+__device__ __forceinline__ unsigned judge_xor(const uint4* p, uint64_t n, uint64_t t, uint64_t threads) {
     unsigned acc = 0;
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+#pragma unroll UNROLL
+    for (uint64_t i = t; i < n; i += threads) {
+        const uint4 w = p[i];
+        acc ^= w.x ^ w.y ^ w.z ^ w.w;
     }
+    return acc;
+}
+extern "C" __global__ void judge_read(const uint4* p, uint64_t n, unsigned never, unsigned* sink) {
+    const unsigned acc = judge_xor<1>(p, n, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x, (uint64_t)gridDim.x * blockDim.x);
     if (acc == never) *sink = acc;
 }
 extern "C" __global__ void judge_stamp(unsigned long long* out) {
@@ -238,13 +248,8 @@ extern "C" __global__ void __launch_bounds__(32, 32) judge_hold(volatile unsigne
                 judge_crypt_part((uint8_t*)jobs[2 * j], jobs[2 * j + 1], j, k0, k1, k2, t, threads);
         } else {
             unsigned acc = 0;
-            for (unsigned j = 0; j < njobs; ++j) {
-                const uint4* q = (const uint4*)jobs[2 * j];
-                for (uint64_t b = t; b < jobs[2 * j + 1] / 16; b += threads) {
-                    const uint4 w = q[b];
-                    acc ^= w.x ^ w.y ^ w.z ^ w.w;
-                }
-            }
+            for (unsigned j = 0; j < njobs; ++j)
+                acc ^= judge_xor<1>((const uint4*)jobs[2 * j], jobs[2 * j + 1] / 16, t, threads);
             if (acc == never) *sink = acc;
         }
         __threadfence();
@@ -258,13 +263,8 @@ extern "C" __global__ void __launch_bounds__(32, 32) judge_hold(volatile unsigne
         __syncwarp();
     }
     if (flush) {
-        unsigned acc = 0;
-        const uint64_t threads = (uint64_t)gridDim.x * blockDim.x;
-#pragma unroll 4
-        for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < flush_n; i += threads) {
-            const uint4 w = flush[i];
-            acc ^= w.x ^ w.y ^ w.z ^ w.w;
-        }
+        const unsigned acc = judge_xor<4>(flush, flush_n, (uint64_t)blockIdx.x * blockDim.x + threadIdx.x,
+                                       (uint64_t)gridDim.x * blockDim.x);
         if (acc == never) *sink = acc;
     }
     __syncwarp();
