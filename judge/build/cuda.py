@@ -22,6 +22,7 @@ class CudaToolchain:
     name = "cuda"
     suffixes: tuple[str, ...] = (".cu",)
     comment = "//"
+    judged_on_gpu = True
 
     def starter(self, problem: Problem) -> str:
         """The ABI's starter under a header line naming the problem (judge/build/header.py)."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from judge.build.cuda import CUDA
 from judge.build.language import Prepared, Progress, Toolchain, UnknownLanguage
+from judge.build.triton import TRITON
 from judge.contract.verdict import Status
 from judge.problem.spec import Problem
 
@@ -21,7 +22,7 @@ __all__ = ["DEFAULT", "REGISTRY", "Prepared", "Progress", "Toolchain", "UnknownL
            "for_name", "for_source", "is_solution", "prepare", "prepare_many", "solutions_in", "starter_file",
            "suffixes"]
 
-REGISTRY: dict[str, Toolchain] = {t.name: t for t in (CUDA,)}  # one line per language
+REGISTRY: dict[str, Toolchain] = {t.name: t for t in (CUDA, TRITON)}  # one line per language
 DEFAULT = "cuda"  # the language of `judge init` and drill starters unless asked otherwise
 
 

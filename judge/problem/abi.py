@@ -1,7 +1,9 @@
 """The submission ABI (README.md, "The submission"): C types of solve()'s parameters, its prototype, starters.
 
 A tensor parameter is `const T*` (input) or `T*` (output) with T one of the element types
-below; a scalar is `int` or `float`. Nothing here imports torch: the worker uses it too.
+below; a scalar is `int` or `float`. A Python (Triton) submission's `solve` takes the same
+parameters by the same names: tensors as torch tensors on the device, scalars as Python ints and
+floats (`py_prototype`). Nothing here imports torch: the worker uses it too.
 """
 from __future__ import annotations
 
@@ -91,3 +93,9 @@ def starter(title: str, params: list[tuple[str, CType]], shapes: dict[str, str])
             lines.append(f"// {name}: {role}, shape {shapes.get(name, '?')}, {ct.element.c_name}")  # type: ignore[union-attr]
     lines += ["", prototype(params) + " {", "    // TODO: launch your kernel(s) here.", "}", ""]
     return "\n".join(lines)
+
+
+def py_prototype(params: list[tuple[str, CType]]) -> str:
+    """`def solve(A: torch.Tensor, ..., n: int) -> None`: a Python submission's solve()."""
+    args = ", ".join(f"{name}: {'torch.Tensor' if ct.is_tensor else ct.scalar}" for name, ct in params)
+    return f"def solve({args}) -> None"

@@ -11,6 +11,7 @@ from conftest import PROBLEMS_DIR
 from judge.build import toolchain
 from judge.build.cuda import CUDA
 from judge.build.language import Prepared
+from judge.build.triton import TRITON
 from judge.contract.events import Built, Finished
 from judge.contract.report import BuildInfo
 from judge.contract.verdict import Status
@@ -65,9 +66,10 @@ def foo(monkeypatch):
 def test_toolchains_by_suffix_and_by_name():
     assert toolchain.for_source(Path("x.cu")) is CUDA
     assert toolchain.for_name("cuda") is CUDA
-    assert ".cu" in toolchain.suffixes()
-    with pytest.raises(toolchain.UnknownLanguage, match=r"x\.py: no toolchain takes \.py files.*\.cu"):
-        toolchain.for_source(Path("x.py"))
+    assert toolchain.for_source(Path("x.py")) is TRITON and toolchain.for_name("triton") is TRITON
+    assert {".cu", ".py"} <= set(toolchain.suffixes())
+    with pytest.raises(toolchain.UnknownLanguage, match=r"x\.txt: no toolchain takes \.txt files.*\.cu, \.py"):
+        toolchain.for_source(Path("x.txt"))
     with pytest.raises(toolchain.UnknownLanguage, match="a file without a suffix"):
         toolchain.for_source(Path("Makefile"))
     with pytest.raises(toolchain.UnknownLanguage, match="unknown language 'cobol'"):

@@ -207,12 +207,12 @@ def test_submit_missing_file(tmp_path):
     no_traceback(r)
 
 
-def test_submit_not_a_cu_file(tmp_path):
-    f = tmp_path / "x.py"
+def test_submit_not_a_solution_file(tmp_path):
+    f = tmp_path / "x.txt"
     f.write_text("print(1)")
     r = invoke("submit", "vector_add", str(f))
     assert r.exit_code == 2, r.output
-    assert "not a .cu file" in r.output
+    assert "not a .cu or .py file" in r.output
 
 
 def test_submit_unknown_problem(tmp_path):
