@@ -12,7 +12,7 @@ from rich.table import Table
 
 from judge.build import toolchain
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
-from judge.problem import spec
+from judge.problem import abi, spec
 from judge.problem.validate import Finding
 from judge.runner import job
 from judge.runner.job import DockerRunner, Runner
@@ -110,13 +110,38 @@ def test(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
          db: Optional[Path] = DbOpt,
          record: bool = typer.Option(True, "--record/--no-record", help="Keep the result in the store."),
          runner: str = RunnerOpt, image: Optional[str] = ImageOpt, mount: List[str] = MountOpt,
-         host_env: bool = HostEnvOpt, gpus: str = GpusOpt) -> None:
+         host_env: bool = HostEnvOpt, gpus: str = GpusOpt,
+         cpu: bool = typer.Option(False, "--cpu", help="A Triton (.py) file: check it on CPU through Triton's "
+                                  "interpreter, on the test workloads small enough for it (no GPU; a practice "
+                                  "check: not timed, not recorded).")) -> None:
     """Correctness only: build and check every test workload (no timing), or one (--workload, --shape)."""
     with errors(as_json, debug):
         choice = runner_choice(runner, image, mount, host_env, gpus)
         p, src = problem_then_solution(problem, solution, "test")
+        if cpu and toolchain.for_source(src).name != "triton":
+            raise Usage(f"--cpu checks Triton (.py) files through Triton's interpreter; {src.name} is not one")
+        if cpu and isinstance(choice, DockerRunner):
+            raise Usage("--cpu runs here, in a process of its own: drop --runner docker")
         p, only = _narrowed(p, workload, shape, choice)
+    if cpu:
+        _cpu_check(p, src, as_json, debug)
     _judge(p, src, "test", as_json, debug, device, arch, 2.0, db, record, choice, only)
+
+
+def _cpu_check(p: spec.Problem, src: Path, as_json: bool, debug: bool) -> None:
+    from judge.engine import cpu_check
+
+    with errors(as_json, debug):
+        console = err if as_json else out
+        if not as_json:
+            out.print(f"[bold]{escape(p.spec.title)}[/] ({p.name}, {p.spec.level}) · {escape(str(src))} · "
+                      "CPU, Triton's interpreter")
+        result = cpu_check.run(p, src, on_case=lambda c: render.cpu_case(console, c, len(p.spec.tests)))
+        if as_json:
+            print(json.dumps(result.to_dict(), indent=2))
+        else:
+            render.cpu_check(out, result)
+    raise typer.Exit(result.exit_code)
 
 
 def _narrowed(p: spec.Problem, workload: Optional[int], shape: Optional[str],
@@ -238,7 +263,8 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
         baselines = [b.name for b in p.baselines]
         if as_json:
             print(json.dumps({"name": s.name, "title": s.title, "level": s.level, "tags": s.tags,
-                              "prototype": p.prototype(), "shapes": shapes, "check": s.check.model_dump(),
+                              "prototype": p.prototype(), "py_prototype": abi.py_prototype(p.params),
+                              "shapes": shapes, "check": s.check.model_dump(),
                               "tests": s.tests, "benchmarks": s.benchmarks, "baselines": baselines,
                               "hints": len(s.hints)}, indent=2))
             return
@@ -246,7 +272,8 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
             render.statement(out, p.statement_path.read_text())
         else:
             out.print(f"[bold]{escape(s.title)}[/]")
-        out.print(f"\n[bold]prototype[/]\n  {escape(p.prototype())};")
+        out.print(f"\n[bold]prototype[/]\n  {escape(p.prototype())};\n  "
+                  f"[dim]Triton (.py):[/] {escape(abi.py_prototype(p.params))}")
         for t in p.tensors:
             role = "out" if t.ctype.is_output else "in "
             out.print(f"  {role} {t.name}: {escape(t.type)} {escape(shapes[t.name])}")
@@ -261,21 +288,29 @@ def show(problem: str = typer.Argument(..., help="Problem folder or name"), as_j
 
 @app.command()
 def init(problem: str = typer.Argument(..., help="Problem folder or name"),
-         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu)."),
+         output: Optional[Path] = typer.Option(None, "-o", "--output", help="Where to write (default NAME.cu, "
+                                               "or NAME.py for --lang triton)."),
+         lang: str = typer.Option(toolchain.DEFAULT, "--lang", help=f"The starter's language: "
+                                  f"{', '.join(toolchain.REGISTRY)}."),
          force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
          debug: bool = DebugOpt) -> None:
-    """Write a starter .cu with the exact prototype (it compiles as is) under a `// judge: PROBLEM` line."""
+    """Write a starter with the exact prototype (it builds and runs as is) under a `judge: PROBLEM` line."""
     with errors(False, debug):
         p = resolve(problem)
-        target = output or Path(f"{p.name}.cu")
+        try:
+            t = toolchain.for_name(lang)
+        except toolchain.UnknownLanguage as e:
+            raise Usage(str(e)) from None
+        target = output or Path(f"{p.name}{t.suffixes[0]}")
         if target.exists() and not force:
             raise Usage(f"{target} exists; pass --force to overwrite it")
         try:
-            target.write_text(toolchain.for_name(toolchain.DEFAULT).starter(p))
+            target.write_text(t.starter(p))
         except OSError as e:
             raise Usage(f"cannot write {target}: {e.strerror or e}") from None
-        out.print(f"wrote {escape(str(target))}; judge it with: judge submit {escape(problem_arg(p))} "
-                  f"{escape(str(target))} (or judge submit {escape(str(target))}: its first line names the problem)")
+        how = f"judge test {escape(str(target))} --cpu" if not t.judged_on_gpu else \
+            f"judge submit {escape(problem_arg(p))} {escape(str(target))}"
+        out.print(f"wrote {escape(str(target))}; try it with: {how} (its first line names the problem)")
 
 
 @app.command()

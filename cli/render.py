@@ -200,3 +200,30 @@ def progress(p) -> str:
     if p.solved:
         return "✓" + (f" {p.best_speedup:.2f}×" if p.best_speedup is not None else "")
     return f"{p.attempts} attempt" + ("s" if p.attempts != 1 else "")
+
+
+def cpu_case(c: Console, case: Any, total: int) -> None:
+    """One workload of `judge test --cpu` (judge/engine/cpu_check.py's CaseResult)."""
+    mark = "[green]✓[/]" if case.passed else "[red]✗[/]"
+    c.print(f"  {mark} test {case.index}/{total}  {escape(case.workload)}  "
+            f"[dim]{case.launches} launch{'es' if case.launches != 1 else ''}[/]")
+
+
+def cpu_check(c: Console, r: Any) -> None:
+    """The end of `judge test --cpu`: the failing workload's evidence, then the verdict line."""
+    for case in r.cases:
+        for chk in case.checks:
+            if not chk.passed:
+                mismatch(c, case.workload, chk)
+    if r.skipped:
+        c.print(f"[dim]skipped (too large for the interpreter): {escape('; '.join(r.skipped))}[/]", highlight=False)
+    where = f"{escape(r.problem)} · {escape(r.solution)} ({r.seconds:.1f} s)"
+    if r.status is None:
+        c.print(f"[bold green]PASSED[/] on CPU, {len(r.cases)} test workloads through Triton's interpreter "
+                f"(a practice check: not timed, not recorded) · {where}")
+    else:
+        c.print(f"[{STYLE.get(r.status, 'bold red')}]{r.status.value}[/] on CPU · {where}")
+    if r.message:
+        c.print(escape(r.message), highlight=False)
+    c.print(f"[dim]{'sandboxed' if r.sandboxed else 'not sandboxed'} (its own process"
+            f"{', seccomp filter' if r.sandboxed else ''})[/]")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import PROBLEMS_DIR
+from conftest import PROBLEMS_DIR, problem_dirs
 
 from judge.build import toolchain
 from judge.build.cuda import CUDA
@@ -16,7 +16,7 @@ from judge.contract.events import Built, Finished
 from judge.contract.report import BuildInfo
 from judge.contract.verdict import Status
 from judge.engine.run import Options, evaluate
-from judge.problem import spec
+from judge.problem import abi, spec
 
 
 @pytest.fixture
@@ -144,3 +144,26 @@ def test_controls_declare_their_status_in_their_language(foo, tmp_path):
     s = tmp_path / "01_x.foo"
     s.write_text("# Title line\n#\n# The technique.\n")
     assert one(1, s, {}).title == "Title line" and one(1, s, {}).technique == "The technique."
+
+
+@pytest.mark.parametrize("name", [d.name for d in problem_dirs()])
+def test_every_problems_triton_starter_passes_the_policy_and_the_abi(name, tmp_path):
+    p = spec.load_problem(PROBLEMS_DIR / name)
+    src = tmp_path / f"{name}.py"
+    src.write_text(TRITON.starter(p))
+    prepared = TRITON.prepare_checks(p, src)
+    assert prepared.ok, prepared.message
+    assert src.read_text().startswith(f"# judge: {name}\n")
+    assert abi.py_prototype(p.params) in src.read_text()
+
+
+def test_triton_on_the_gpu_says_it_is_not_built_yet_after_its_checks(vector_add, tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text(TRITON.starter(vector_add))
+    p = toolchain.prepare(vector_add, src, "sm_90a")
+    assert p.status is Status.INTERNAL_ERROR and "--cpu" in p.message
+    src.write_text("import os\n" + TRITON.starter(vector_add))
+    assert toolchain.prepare(vector_add, src, "sm_90a").status is Status.REJECTED
+    src.write_text("def solve(A, B, C, m):\n    pass\n")
+    p = toolchain.prepare(vector_add, src, "sm_90a")
+    assert p.status is Status.COMPILE_ERROR and "solve takes (A, B, C, m)" in p.message

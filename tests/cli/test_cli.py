@@ -207,6 +207,19 @@ def test_submit_missing_file(tmp_path):
     no_traceback(r)
 
 
+def test_init_lang_triton_writes_a_py_starter_and_unknown_languages_are_usage_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke("init", "vector_add", "--lang", "triton")
+    assert r.exit_code == 0, r.output
+    assert "judge test vector_add.py --cpu" in r.output
+    text = (tmp_path / "vector_add.py").read_text()
+    assert text.startswith("# judge: vector_add\n") and "def solve(A: torch.Tensor" in text
+    r = invoke("init", "vector_add", "--lang", "cobol")
+    assert r.exit_code == 2 and "unknown language 'cobol' (known: cuda, triton)" in r.output, r.output
+    r = invoke("show", "vector_add", "--json")
+    assert json.loads(r.stdout)["py_prototype"].startswith("def solve(A: torch.Tensor, B: torch.Tensor")
+
+
 def test_submit_not_a_solution_file(tmp_path):
     f = tmp_path / "x.txt"
     f.write_text("print(1)")
