@@ -99,11 +99,13 @@ def discover(root: Path, known_problems: Iterable[str]) -> list[Submission]:
 
 
 def references(solutions_root: Path, problems: Iterable[str], known_problems: Iterable[str]) -> list[Submission]:
-    """The repository's fastest model answer (the last file by name) for each of `problems`."""
+    """The repository's fastest model answer (the last file by name, of the languages judged on the
+    GPU) for each of `problems`."""
     known = set(known_problems)
     out = []
     for problem in sorted(set(problems) & known):
-        cus = toolchain.solutions_in(Path(solutions_root, problem))
+        cus = [f for f in toolchain.solutions_in(Path(solutions_root, problem))
+               if toolchain.for_source(f).judged_on_gpu]
         if cus:
             out.append(_submission(REFERENCE, problem, cus[-1], known))
     return out
