@@ -104,8 +104,7 @@ def references(solutions_root: Path, problems: Iterable[str], known_problems: It
     known = set(known_problems)
     out = []
     for problem in sorted(set(problems) & known):
-        cus = [f for f in toolchain.solutions_in(Path(solutions_root, problem))
-               if toolchain.for_source(f).judged_on_gpu]
+        cus = toolchain.gpu_solutions_in(Path(solutions_root, problem))
         if cus:
             out.append(_submission(REFERENCE, problem, cus[-1], known))
     return out

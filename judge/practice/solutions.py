@@ -1,4 +1,4 @@
-"""The model answers of a problem (`reference_solutions/PROBLEM/*.cu`), simplest first, each with
+"""The model answers of a problem (`reference_solutions/PROBLEM/*.cu`, and `.py` in Triton), simplest first, each with
 what its header comment says it is and buys, and what `judge verify --table` measured for it
 (`reference_solutions/results.json`)."""
 from __future__ import annotations
@@ -56,7 +56,8 @@ def buys(lines: list[str]) -> str | None:
 
 
 def one(index: int, path: Path, rows: dict[tuple[str, str], table.SolutionRow]) -> Solution:
-    paragraphs = header(path.read_text(errors="replace"), toolchain.for_source(path).comment)
+    paragraphs = [p for p in header(path.read_text(errors="replace"), toolchain.for_source(path).comment)
+                  if not p.startswith("judge:")]  # the `judge: PROBLEM` line (judge/build/header.py) is no title
     title = " ".join(paragraphs[0].split()) if paragraphs else path.stem
     lines = "\n".join(paragraphs[1:]).splitlines()
     return Solution(index=index, path=path, title=title,

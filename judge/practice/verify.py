@@ -48,15 +48,11 @@ def controls(problem: Problem) -> list[Control]:
     """The files a GPU verify judges: those of the languages judged on the GPU (`judged_on_gpu`;
     the others are checked on CPU: tests/test_triton_answers.py)."""
     out = [Control(problem, p, Status.ACCEPTED, "reference solution", "reference")
-           for p in _on_gpu(toolchain.solutions_in(reference_dir(problem)))]
-    for p in _on_gpu(toolchain.solutions_in(problem.wrong_dir)):
+           for p in toolchain.gpu_solutions_in(reference_dir(problem))]
+    for p in toolchain.gpu_solutions_in(problem.wrong_dir):
         status, reason = expected_status(p)
         out.append(Control(problem, p, status, reason, "wrong"))
     return out
-
-
-def _on_gpu(files: list[Path]) -> list[Path]:
-    return [f for f in files if toolchain.for_source(f).judged_on_gpu]
 
 
 @dataclass

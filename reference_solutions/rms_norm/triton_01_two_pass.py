@@ -1,5 +1,6 @@
 # judge: rms_norm
-# RMS norm in Triton: one program per row; Σx² in fp32 over chunks, then the scaled write.
+#
+# rms_norm, step 1 (Triton): one program per row; Σx² in fp32 over chunks, then the scaled write.
 #
 # Technique: the row is read in chunks of BLOCK halves, each widened to fp32 before squaring, so
 # Σx² (about 65536 for 4096 columns of N(0, 4²)) never meets half's 65504 limit (the problem's

@@ -1,5 +1,6 @@
 # judge: softmax
-# Row-wise softmax in Triton: one program per row, an online (max, sum) pass, then a write pass.
+#
+# softmax, step 1 (Triton): one program per row, an online (max, sum) pass, then a write pass.
 #
 # Technique: the row is read in chunks of BLOCK columns. Each lane keeps its own running maximum m
 # and running sum s of exp(x - m); when a chunk raises a lane's maximum, its sum is rescaled by

@@ -1,5 +1,6 @@
 # judge: vector_add
-# vector_add in Triton: one program per block of BLOCK elements.
+#
+# vector_add, step 1 (Triton): one program per block of BLOCK elements.
 #
 # Technique: program p covers elements [p * BLOCK, (p + 1) * BLOCK); `tl.arange` gives the block's
 # offsets as one tensor, and a mask `offs < n` guards the last, partial block (a masked load reads

@@ -594,7 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     plan = []
     for p in problems:
-        answers = pick_answers(toolchain.solutions_in(paths.solutions_dir(p.root)), a.all_answers)
+        answers = pick_answers(toolchain.gpu_solutions_in(paths.solutions_dir(p.root)), a.all_answers)
         if not answers or not p.spec.benchmarks:
             log(f"{p.name}: skipped ({'no model answer' if not answers else 'no benchmark shape'})")
             continue

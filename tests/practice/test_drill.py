@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 import cli.drill_cmd as drill_cmd  # registers `judge drill`, `hint`, `stats`, `solution`
 from cli.app import app
 from cli.common import record as _record
+from judge.build import toolchain
 from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.practice import drill, solutions
@@ -236,7 +237,8 @@ def test_solution_spoiler_guard(env):
     env.run("solution", "relu")  # not in the drill
     env.run("drill", "end")
     listed = env.json("solution", "vector_add")["solutions"]
-    files = sorted((SOLUTIONS_DIR / "vector_add").glob("*.cu"))
+    files = toolchain.solutions_in(SOLUTIONS_DIR / "vector_add")  # every language's, .cu and .py
+    assert {f.suffix for f in files} == {".cu", ".py"}
     assert [s["name"] for s in listed] == [f.name for f in files] and [s["index"] for s in listed] == \
         list(range(1, len(files) + 1))
     rows = {(r.problem, r.solution): r.model_dump() for r in table.load(SOLUTIONS_DIR / "results.json")}
