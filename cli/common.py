@@ -100,7 +100,7 @@ def budget_opt(default: Optional[float], help: str) -> Any:
 ProblemArg = typer.Argument(..., metavar="PROBLEM", show_default=False,
                             help="Problem name or folder. Or the solution file alone, when its first lines "
                             "name the problem: `// judge: PROBLEM`.")
-SolutionArg = typer.Argument(None, metavar="SOLUTION", show_default=False, help="Your .cu file.")
+SolutionArg = typer.Argument(None, metavar="SOLUTION", show_default=False, help="Your .cu (or Triton .py) file.")
 
 
 RunnerOpt = typer.Option("local", "--runner", help="local, or docker: judge inside a container (docker/README.md).")

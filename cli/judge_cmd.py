@@ -170,7 +170,7 @@ def _narrowed(p: spec.Problem, workload: Optional[int], shape: Optional[str],
 
 
 @app.command()
-def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=False, help="Your .cu file."),
+def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=False, help="Your .cu or .py file."),
           problem: Optional[str] = typer.Argument(None, metavar="PROBLEM", show_default=False,
                                                   help="Problem name or folder (default: "
                                                   "the one the file's `// judge: PROBLEM` line names)."),
@@ -198,8 +198,10 @@ def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=
             if prepared.build is not None:
                 render.build_summary(out, prepared.build)
             if prepared.ok:
+                on = "on a GPU" if toolchain.for_source(src).judged_on_gpu else "on CPU"
+                cpu = "" if toolchain.for_source(src).judged_on_gpu else " --cpu"
                 out.print("[bold green]OK[/]: it builds and passes the static policy (nothing was run: "
-                          f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU)")
+                          f"judge test {escape(problem_arg(p))} {escape(str(src))}{cpu} checks it {on})")
             else:
                 out.print(f"[bold red]{status}[/] {escape(p.name)} · {escape(str(src))}")
                 out.print(escape(prepared.message), highlight=False)

@@ -23,6 +23,7 @@ class CudaToolchain:
     suffixes: tuple[str, ...] = (".cu",)
     comment = "//"
     judged_on_gpu = True
+    gpu_note = ""
 
     def starter(self, problem: Problem) -> str:
         """The ABI's starter under a header line naming the problem (judge/build/header.py)."""

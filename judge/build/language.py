@@ -37,6 +37,7 @@ class Toolchain(Protocol):
     suffixes: tuple[str, ...]  # the files it takes: (".cu",)
     comment: str  # a line comment: "//" (control files declare `<comment> expected: STATUS`)
     judged_on_gpu: bool  # False while a language's GPU worker is not built (its files: CPU checks only)
+    gpu_note: str  # where judged_on_gpu is False, what a GPU run says instead (INTERNAL_ERROR)
 
     def starter(self, problem: Problem) -> str:
         """A file that builds and loads as is: the exact signature, a comment per tensor."""

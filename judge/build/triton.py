@@ -5,8 +5,9 @@ build step: Triton compiles each kernel when it is first launched.
 What a `.py` gets today: `judge test PROBLEM FILE --cpu` runs its correctness tests through Triton's
 interpreter on CPU (judge/engine/cpu_check.py), a practice check that is never timed or recorded.
 Judging one on the GPU (timed, ranked) needs a worker that runs Python under the same confinement
-as the native one, which is not built yet: until it is, `prepare` ends a GPU run with
-INTERNAL_ERROR saying so, after the policy and the ABI have had their say.
+as the native one, which is not built yet: until it is, a GPU run ends with INTERNAL_ERROR saying
+so (`gpu_note`, judge/engine/run.py), after the policy and the ABI have had their say; `judge
+check` runs those two alone.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class TritonToolchain:
     suffixes: tuple[str, ...] = (".py",)
     comment = "#"
     judged_on_gpu = False  # judge/practice/verify.py leaves these model answers to the CPU check
+    gpu_note = NOT_ON_GPU  # judge/engine/run.py ends a GPU run with it, after the checks below
 
     def starter(self, problem: Problem) -> str:
         """A file that passes the policy and runs as is (its outputs unwritten): imports, a kernel
@@ -87,12 +89,7 @@ class TritonToolchain:
 
     def prepare_many(self, jobs: Sequence[tuple[Problem, Path]], arch: str, *, sass: bool = False,
                      on_progress: Progress | None = None) -> list[Prepared]:
-        out = []
-        for problem, src in jobs:
-            out.append(self.prepare_checks(problem, Path(src)))
-            if out[-1].ok:
-                out[-1].status, out[-1].message = Status.INTERNAL_ERROR, NOT_ON_GPU
-        return out
+        return [self.prepare_checks(problem, Path(src)) for problem, src in jobs]
 
     def prepare_checks(self, problem: Problem, source: Path) -> Prepared:
         """The policy and the ABI: the verdict that stops the file before it runs, or ready."""

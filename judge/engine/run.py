@@ -119,6 +119,9 @@ def build_and_start(s: Session, source: Path, arch: str) -> Generator[Event, Non
         yield Built(s.report.build)
     if prepared.status is not None:
         raise RunFailure(prepared.status, prepared.message)
+    lang = toolchain.for_source(source)
+    if not lang.judged_on_gpu:  # no worker runs this language's files yet
+        raise RunFailure(Status.INTERNAL_ERROR, lang.gpu_note)
     if not s.gpu:
         raise RunFailure(Status.INTERNAL_ERROR, "no CUDA device is available: the build succeeded, "
                          "but judging needs an NVIDIA GPU (run `judge doctor`)")

@@ -160,8 +160,10 @@ def test_every_problems_triton_starter_passes_the_policy_and_the_abi(name, tmp_p
 def test_triton_on_the_gpu_says_it_is_not_built_yet_after_its_checks(vector_add, tmp_path):
     src = tmp_path / "x.py"
     src.write_text(TRITON.starter(vector_add))
-    p = toolchain.prepare(vector_add, src, "sm_90a")
-    assert p.status is Status.INTERNAL_ERROR and "--cpu" in p.message
+    assert toolchain.prepare(vector_add, src, "sm_90a").ok  # `judge check`: the policy and the ABI pass
+    events = list(evaluate(vector_add, src, Options(mode="test")))
+    report = events[-1].report
+    assert report.status is Status.INTERNAL_ERROR and "--cpu" in report.message
     src.write_text("import os\n" + TRITON.starter(vector_add))
     assert toolchain.prepare(vector_add, src, "sm_90a").status is Status.REJECTED
     src.write_text("def solve(A, B, C, m):\n    pass\n")
