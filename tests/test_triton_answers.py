@@ -4,9 +4,6 @@ interpreter in the sandboxed child, on every test workload small enough for it
 where they are checked. Needs Triton (skipped without it, except where JUDGE_REQUIRE_TRITON=1: CI)."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 from conftest import PROBLEMS_DIR, ROOT
 
@@ -17,12 +14,7 @@ from judge.problem import spec
 ANSWERS = sorted((ROOT / "reference_solutions").glob("*/*.py"))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def triton_installed():
-    if importlib.util.find_spec("triton") is None:
-        if os.environ.get("JUDGE_REQUIRE_TRITON") == "1":
-            pytest.fail("JUDGE_REQUIRE_TRITON=1 but Triton is not installed (pip install -e '.[dev]')")
-        pytest.skip("needs triton (pip install triton)")
+pytestmark = pytest.mark.usefixtures("triton_installed")  # tests/conftest.py
 
 
 def test_there_are_triton_answers():

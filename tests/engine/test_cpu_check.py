@@ -5,9 +5,7 @@ controls in tests/exploits/python/honest/ pass. Needs Triton (skipped without it
 JUDGE_REQUIRE_TRITON=1: CI)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 from pathlib import Path
 
@@ -26,12 +24,7 @@ RUNTIME = sorted((PY / "runtime").glob("*.py"))
 HONEST = {"vector_add_from_imports.py": "vector_add", "softmax_autotuned.py": "softmax"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def triton_installed():
-    if importlib.util.find_spec("triton") is None:
-        if os.environ.get("JUDGE_REQUIRE_TRITON") == "1":
-            pytest.fail("JUDGE_REQUIRE_TRITON=1 but Triton is not installed (pip install -e '.[dev]')")
-        pytest.skip("needs triton (pip install triton)")
+pytestmark = pytest.mark.usefixtures("triton_installed")  # tests/conftest.py
 
 
 def problem(name: str) -> spec.Problem:
