@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("triton_installed")  # tests/conftest.py
 
 
 def test_there_are_triton_answers():
-    assert {p.parent.name for p in ANSWERS} >= {"vector_add", "softmax", "rms_norm"}
+    assert {p.parent.name for p in ANSWERS} >= {"vector_add", "softmax", "rms_norm", "hgemm", "flash_attn"}
 
 
 @pytest.mark.parametrize("path", ANSWERS, ids=[f"{p.parent.name}/{p.name}" for p in ANSWERS])
