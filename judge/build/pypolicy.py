@@ -19,7 +19,8 @@ The rules, each refused with its line:
    another name, so it never runs.
 4. **Builtins**: a name the file does not bind itself must be one of `BUILTINS` (len, range, min,
    ...): no `getattr`, `setattr`, `eval`, `exec`, `compile`, `open`, `globals`, `vars`, `type`,
-   `object`, `__import__`, `breakpoint`, `input`.
+   `object`, `__import__`, `breakpoint`, `input`. The other builtins' names may not be bound
+   either (a parameter named `getattr` would make every use of the name look like the file's own).
 5. **No introspection by other roads**: no attribute that starts with `_` (private internals: `x._base`),
    none of the frame, code and traceback attributes (`gen.gi_frame.f_globals` reaches the file's
    globals and their `__builtins__` without a dunder name), no string constant with `__` in it (a
@@ -29,6 +30,7 @@ The rules, each refused with its line:
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 from dataclasses import dataclass
 
@@ -67,6 +69,7 @@ abs all any bool dict divmod enumerate filter float frozenset int isinstance len
 pow print range reversed round set slice sorted str sum tuple zip True False None
 Exception ValueError TypeError RuntimeError AssertionError NotImplementedError IndexError KeyError
 """.split())
+REFUSED_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("__")) - BUILTINS
 REFUSED_ATTRS = frozenset("""
 format format_map mro gi_frame gi_code gi_yieldfrom cr_frame cr_code cr_await ag_frame ag_code
 f_globals f_locals f_builtins f_back f_code tb_frame tb_next
@@ -198,13 +201,18 @@ class _Checker:
         elif isinstance(node, ast.Name):
             self.name(node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self.dunder(node, node.name, "definition")
+            self.dunder(node, node.name, "definition") or self.builtin(node, node.name)
         elif isinstance(node, ast.arg):
-            self.dunder(node, node.arg, "parameter")
+            self.dunder(node, node.arg, "parameter") or self.builtin(node, node.arg)
         elif isinstance(node, ast.keyword) and node.arg:
             self.dunder(node, node.arg, "keyword")
         elif isinstance(node, ast.alias):
-            self.dunder(node, node.asname or node.name, "import")
+            self.dunder(node, node.asname or node.name, "import") or self.builtin(node, node.asname or node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self.builtin(node, node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                self.builtin(node, name)
         elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and "__" in node.value
               and not getattr(node, "_docstring", False)):
             self.refuse(node, "dunder", f"the string {node.value[:40]!r} contains `__`: not allowed outside a "
@@ -216,8 +224,15 @@ class _Checker:
             return True
         return False
 
+    def builtin(self, node: ast.AST, name: str) -> bool:
+        if name in REFUSED_BUILTINS:
+            self.refuse(node, "builtin", f"`{name}` is not allowed: a submission may use only its own names and "
+                        f"these builtins: {', '.join(sorted(BUILTINS))} (and may not bind the others' names)")
+            return True
+        return False
+
     def name(self, node: ast.Name) -> None:
-        if self.dunder(node, node.id, "name"):
+        if self.dunder(node, node.id, "name") or self.builtin(node, node.id):
             return
         if node.id in self.modules:
             if not isinstance(node.ctx, ast.Load):
