@@ -6,8 +6,10 @@ None). The judge's rules still apply where they mean something on CPU:
 - the static policy and the ABI first (judge/build/triton.py): REJECTED or COMPILE_ERROR;
 - inputs drawn as the judge draws its test inputs, from a fresh secret; outputs poisoned, so an
   element never written shows; the expected outputs computed here, never in the child;
-- the submission runs in a child process of its own (judge/worker/triton_cpu.py: limits, its own
-  session, the worker's seccomp filter where there is one), never in this one;
+- the submission runs in a child process of its own (judge/worker/triton_cpu.py: limits on its CPU
+  time, address space and file sizes (its prints go to a file, not into this process's memory),
+  its own session, the worker's seccomp filter where there is one), never in this one; its
+  records come back in a file of their own, which its prints cannot forge;
 - the work must be done by Triton kernels: a solve() that computes with torch outside a kernel
   launch (`torch.add`, `C.copy_(...)`, `A @ B`) or launches no kernel is REJECTED, naming the ops;
 - each output is checked with the problem's own check (WRONG_ANSWER shows the evidence).
@@ -42,6 +44,8 @@ MAX_NUMEL = 1 << 22  # elements over all tensors of a workload
 MAX_FLOPS = 1e9
 TIMEOUT_S = 300.0  # the whole child: interpreting is slow, a stall is still a stall
 MEMORY_BYTES = 16 << 30  # the child's address space (torch and Triton take ~1 GiB of it)
+FILE_LIMIT_BYTES = 256 << 20  # RLIMIT_FSIZE: its outputs' file, its records, its prints (each; a
+# write past it fails with EFBIG, "File too large": Python ignores SIGXFSZ)
 STDERR_TAIL = 4000
 
 
@@ -154,23 +158,24 @@ def _child(job: Path, timeout_s: float, result: CpuCheck) -> tuple[list[dict], t
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    p = subprocess.Popen([sys.executable, "-m", "judge.worker.triton_cpu", str(job)], cwd=job, env=env,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=_limits(timeout_s), start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        return [], (Status.TIMEOUT, f"the CPU check did not finish within {timeout_s:g} s")
+    with open(job / "stdout.txt", "wb") as out, open(job / "stderr.txt", "wb") as err:
+        p = subprocess.Popen([sys.executable, "-m", "judge.worker.triton_cpu", str(job)], cwd=job, env=env,
+                             stdin=subprocess.DEVNULL, stdout=out, stderr=err, preexec_fn=_limits(timeout_s),
+                             start_new_session=True)
+        try:
+            p.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            return [], (Status.TIMEOUT, f"the CPU check did not finish within {timeout_s:g} s")
     lines = []
-    for line in out.splitlines():
+    for line in _head(job / "records.jsonl", FILE_LIMIT_BYTES).splitlines():
         try:
             lines.append(json.loads(line))
         except ValueError:
-            continue  # the submission's own prints
+            break  # a record cut short (the child was killed while writing it)
     result.sandboxed = any(x.get("filter") is True for x in lines)
-    tail = err[-STDERR_TAIL:].strip()
+    tail = _tail(job / "stderr.txt", STDERR_TAIL).strip()
     more = f"\n{tail}" if tail else ""
     if p.returncode < 0:
         sig = signal.Signals(-p.returncode).name
@@ -191,7 +196,25 @@ def _limits(timeout_s: float):
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT_BYTES, FILE_LIMIT_BYTES))
     return apply
+
+
+def _head(path: Path, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _tail(path: Path, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _verdict(problem: spec.Problem, take: list[int], lines: list[dict], got, expected, result: CpuCheck,

@@ -3,8 +3,9 @@ solve() through Triton's interpreter on CPU, in a process of its own, on inputs 
 
 `python -m judge.worker.triton_cpu JOB_DIR`: reads `JOB_DIR/job.pt` (the module's path and, per
 case, the arguments: inputs and poisoned outputs as tensors, scalars as numbers), and writes each
-case's outputs to `JOB_DIR/out.pt` and one JSON line per case to stdout: `{"case", "error",
-"launches", "ops"}`. The expected outputs never come here: the parent checks.
+case's outputs to `JOB_DIR/out.pt` and one JSON line per case to `JOB_DIR/records.jsonl`:
+`{"case", "error", "launches", "ops"}` (stdout and stderr are the submission's). The expected
+outputs never come here: the parent checks.
 
 What the child does before the submission's code first runs: imports torch and Triton, opens
 the output file, and installs the worker's seccomp filter (judge/sandbox/seccomp.py) where the
@@ -81,11 +82,19 @@ def main(job_dir: Path) -> int:
 
     _warm_up(Record, state)  # what the interpreter and the mode import lazily, imported before the filter
     state["launches"] = 0
-    out_file = open(job_dir / "out.pt", "wb")  # opened before the filter, which refuses opening it to write
+    # Opened before the filter, which refuses opening a file to write. The records go to a file of
+    # their own, never stdout: the submission's prints cannot pass for them.
+    out_file = open(job_dir / "out.pt", "wb")
+    records = open(job_dir / "records.jsonl", "w")
+
+    def record(line: dict) -> None:
+        records.write(json.dumps(line) + "\n")
+        records.flush()
+
     why_not = seccomp.supported()
     if why_not is None:
         seccomp.install(seccomp.program(os.getpid()))
-    print(json.dumps({"filter": why_not is None, "why_not": why_not}), flush=True)
+    record({"filter": why_not is None, "why_not": why_not})
 
     import importlib.util
 
@@ -95,7 +104,7 @@ def main(job_dir: Path) -> int:
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         solve = module.solve
     except Exception:  # noqa: BLE001 — the submission's failure is its report, never ours
-        print(json.dumps({"case": -1, "error": _tail(traceback.format_exc()), "launches": 0, "ops": []}), flush=True)
+        record({"case": -1, "error": _tail(traceback.format_exc()), "launches": 0, "ops": []})
         return 0
     outputs = []
     for i, case in enumerate(job["cases"]):
@@ -107,8 +116,7 @@ def main(job_dir: Path) -> int:
         except Exception:  # noqa: BLE001
             error = _tail(traceback.format_exc())
         outputs.append({name: case["args"][name] for name in case["outputs"]})
-        print(json.dumps({"case": i, "error": error, "launches": state["launches"], "ops": state["ops"]}),
-              flush=True)
+        record({"case": i, "error": error, "launches": state["launches"], "ops": state["ops"]})
     torch.save(outputs, out_file)
     out_file.close()
     return 0
