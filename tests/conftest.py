@@ -6,6 +6,8 @@ outside this run.
 """
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,26 @@ def problem_builds(tmp_path_factory, judge_cache):
         firsts.setdefault(i, r)
     built = build.build_many([firsts[i] for i in range(len(unique))]) if unique else []
     return {k: built[i] for k, i in zip(keys, index)}
+
+
+def gcc_build(tmp_path_factory, source: Path, name: str, *flags: str) -> Path:
+    """`source` built by this machine's gcc (`-Wall -Werror` and `flags`) into a fresh folder that
+    others may read (a container's user nobody runs it); skipped without gcc."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("needs gcc")
+    out = tmp_path_factory.mktemp("attack") / name
+    subprocess.run([gcc, *flags, "-Wall", "-Werror", "-o", str(out), str(source)], check=True, timeout=60)
+    out.parent.chmod(0o755)
+    return out
+
+
+@pytest.fixture(scope="session")
+def host_flood(tmp_path_factory) -> Path:
+    """tests/exploits/sandbox/host_flood.c, the host-resource attacks (tests/sandbox/test_cgroup.py,
+    tests/runner/test_docker.py)."""
+    return gcc_build(tmp_path_factory, ROOT / "tests" / "exploits" / "sandbox" / "host_flood.c", "host_flood",
+                     "-O1", "-pthread")
 
 
 @pytest.fixture(scope="module")

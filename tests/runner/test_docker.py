@@ -259,18 +259,8 @@ except OSError as e:
     assert subprocess.run(["true"]).returncode == 0  # the host still forks
 
 
-@pytest.fixture(scope="module")
-def flood(tmp_path_factory) -> Path:
-    """tests/exploits/sandbox/host_flood.c, built here (the container runs this machine's /usr)."""
-    exe = tmp_path_factory.mktemp("attack") / "host_flood"
-    subprocess.run(["gcc", "-O1", "-pthread", "-Wall", "-Werror", "-o", str(exe),
-                    str(EXPLOITS / "sandbox" / "host_flood.c")], check=True, timeout=60)
-    exe.parent.chmod(0o755)
-    return exe
-
-
 @pytest.mark.docker
-def test_a_workers_thread_flood_leaves_the_judge_room_in_the_container(engine, image, problem, flood):
+def test_a_workers_thread_flood_leaves_the_judge_room_in_the_container(engine, image, problem, host_flood):
     """The container's pids limit bounds the judge and its workers together. A worker (started with
     the worker's limits, as judge/worker/client.py starts one) that takes every task it can must be
     refused by its own limit while the judge, in the same container, can still start a process and
@@ -291,7 +281,7 @@ except OSError as e:
 p.kill(); p.wait()
 """
     lines, out = probe(engine, problem, image, f"exec {sys.executable} -c '{script}'",
-                       mounts=[f"{flood.parent}:/attack"])
+                       mounts=[f"{host_flood.parent}:/attack"])
     assert out.exit_code == 0, (lines, out)
     started = int(lines[0].split()[1])
     assert lines[0].endswith("then refused") and started >= 1000, lines  # honest room: torch starts many

@@ -6,20 +6,17 @@ is (`client._limits`, a session of its own), with controls that the limits leave
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 from judge.sandbox import cgroup
 from judge.sandbox.memwatch import MemoryWatch
 from judge.worker import client
 
-SOURCE = ROOT / "tests" / "exploits" / "sandbox" / "host_flood.c"
 UNAVAILABLE = cgroup.probe()
 needs_cgroup = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no cgroup here: {UNAVAILABLE}")
 MIB = 1 << 20
@@ -99,16 +96,6 @@ def test_turned_off_by_the_environment(monkeypatch):
 
 
 # -- the kernel's limits, against host_flood.c -------------------------------------------------
-@pytest.fixture(scope="module")
-def flood(tmp_path_factory) -> Path:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("needs gcc")
-    exe = tmp_path_factory.mktemp("attack") / "host_flood"
-    subprocess.run([gcc, "-O1", "-pthread", "-Wall", "-Werror", "-o", str(exe), str(SOURCE)], check=True, timeout=60)
-    return exe
-
-
 @pytest.fixture
 def group():
     made = []
@@ -122,10 +109,10 @@ def group():
         g.remove()
 
 
-def start(flood: Path, *args: str, group: cgroup.Group | None = None) -> subprocess.Popen:
+def start(host_flood: Path, *args: str, group: cgroup.Group | None = None) -> subprocess.Popen:
     """The attack, started as judge/worker/client.py starts a worker: its limits, its own session,
     its group if given."""
-    return subprocess.Popen([str(flood), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.Popen([str(host_flood), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=client._limits(client._user_tasks(), group), start_new_session=True)
 
 
@@ -135,27 +122,27 @@ def finish(p: subprocess.Popen) -> tuple[int, str]:
 
 
 @needs_cgroup
-def test_threads_the_old_limits_let_through_are_refused_at_the_groups_limit(flood, group):
-    code, out = finish(start(flood, "threads", "2000"))
+def test_threads_the_old_limits_let_through_are_refused_at_the_groups_limit(host_flood, group):
+    code, out = finish(start(host_flood, "threads", "2000"))
     assert (code, out.strip()) == (0, "threads: all 2000 started")  # before: RLIMIT_NPROC (none for root)
     g = group(tasks=64)
-    code, out = finish(start(flood, "threads", "2000", group=g))
+    code, out = finish(start(host_flood, "threads", "2000", group=g))
     assert code == 3, out
     started = int(out.split()[1])
     assert 50 <= started < 64  # the process itself and its threads: 64 tasks
     assert g.refused_tasks() >= 1
-    code, out = finish(start(flood, "threads", "16", group=group(tasks=64)))  # control: room to work
+    code, out = finish(start(host_flood, "threads", "16", group=group(tasks=64)))  # control: room to work
     assert (code, out.strip()) == (0, "threads: all 16 started")
 
 
 @needs_cgroup
-def test_a_memory_burst_between_the_watchs_looks_passes_it_and_not_the_group(flood, group):
+def test_a_memory_burst_between_the_watchs_looks_passes_it_and_not_the_group(host_flood, group):
     """Before: the memory watch (a poll every 0.2 s) misses a burst of twice its limit that lasts
     less than its interval: of up to ten bursts, one passes (a burst of ~50 ms is missed three
     times in four). After: the kernel refuses the page past the group's limit, every time."""
     limit, burst = 64 * MIB, "128"
     for _ in range(10):
-        p = start(flood, "burst", burst)
+        p = start(host_flood, "burst", burst)
         watch = MemoryWatch(p.pid, limit)
         code, out = finish(p)
         watch.stop()
@@ -164,19 +151,19 @@ def test_a_memory_burst_between_the_watchs_looks_passes_it_and_not_the_group(flo
     else:
         pytest.fail("the memory watch saw every one of ten bursts: the demonstration needs a faster burst")
     g = group(memory_bytes=limit)
-    p = start(flood, "burst", burst, group=g)
+    p = start(host_flood, "burst", burst, group=g)
     code, out = finish(p)
     assert code == -signal.SIGKILL, out
     assert g.oom_kills() >= 1
     control = group(memory_bytes=limit)
-    assert finish(start(flood, "burst", "16", group=control))[0] == 0
+    assert finish(start(host_flood, "burst", "16", group=control))[0] == 0
     assert control.oom_kills() == 0
 
 
 @needs_cgroup
-def test_a_new_session_escapes_the_process_group_kill_not_the_group(flood, group):
+def test_a_new_session_escapes_the_process_group_kill_not_the_group(host_flood, group):
     g = group()
-    p = start(flood, "escape", group=g)
+    p = start(host_flood, "escape", group=g)
     assert p.stdout is not None
     child = int(p.stdout.readline())
     os.killpg(p.pid, signal.SIGKILL)  # the old kill: the worker's process group

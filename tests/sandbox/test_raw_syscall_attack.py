@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, gcc_build
 from sandboxed import fate, needs_seccomp
 
 from judge.build import policy
@@ -24,13 +23,8 @@ MESSAGE = "written by raw_syscall_attr.so\n"
 
 @pytest.fixture(scope="module")
 def attack_so(tmp_path_factory) -> Path:
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("needs gcc")
-    lib = tmp_path_factory.mktemp("attack") / "raw_syscall_attr.so"
-    subprocess.run([gcc, "-O2", "-fPIC", "-shared", "-nostdlib", "-fno-stack-protector", "-Wall", "-Werror",
-                    "-o", str(lib), str(SOURCE)], check=True, timeout=60)
-    return lib
+    return gcc_build(tmp_path_factory, SOURCE, "raw_syscall_attr.so", "-O2", "-fPIC", "-shared", "-nostdlib",
+                     "-fno-stack-protector")
 
 
 def attack(path: Path):
