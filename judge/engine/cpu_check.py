@@ -19,6 +19,7 @@ program of the grid in Python: about half a second a million elements) and liste
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -31,6 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import torch
 
 from judge.build.triton import TRITON
 from judge.contract.report import CheckResult
@@ -109,8 +112,6 @@ def _run(problem: spec.Problem, source: Path, result: CpuCheck, on_case, timeout
     if not prepared.ok:
         result.status, result.message = prepared.status, prepared.message
         return result
-    import importlib.util
-
     if importlib.util.find_spec("triton") is None:
         result.status = Status.INTERNAL_ERROR
         result.message = "Triton is not installed here: pip install triton (the CPU check runs its interpreter)"
@@ -133,21 +134,29 @@ def _run(problem: spec.Problem, source: Path, result: CpuCheck, on_case, timeout
         expected.append(want)
     with tempfile.TemporaryDirectory(prefix="judge-cpu-") as tmp:
         job = Path(tmp)
-        import torch
-
         torch.save({"module": str(source.resolve()), "cases": cases}, job / "job.pt")
         lines, failure = _child(job, timeout_s, result)
-        got = torch.load(job / "out.pt", weights_only=True) if failure is None and (job / "out.pt").is_file() \
-            and (job / "out.pt").stat().st_size else None
+        got = _outputs(job / "out.pt", cases) if failure is None else None
     if failure is not None:
         result.status, result.message = failure
         return result
     return _verdict(problem, take, lines, got, expected, result, on_case)
 
 
-def _poisoned(problem: spec.Problem, param: spec.Param, w: spec.Workload, byte: int):
-    import torch
+def _outputs(path: Path, cases: list[dict]) -> list[dict] | None:
+    """The child's outputs, one dict of tensors per case as sent; None when they did not come back
+    in that shape (the child is the submission's: its file is read as data, never trusted)."""
+    try:
+        got = torch.load(path, weights_only=True)
+    except Exception:  # noqa: BLE001 — missing, cut short or not a tensor file: no outputs
+        return None
+    ok = isinstance(got, list) and len(got) == len(cases) and all(
+        isinstance(g, dict) and all(isinstance(g.get(name), torch.Tensor) for name in c["outputs"])
+        for g, c in zip(got, cases))
+    return got if ok else None
 
+
+def _poisoned(problem: spec.Problem, param: spec.Param, w: spec.Workload, byte: int):
     t = torch.empty(problem.shape_of(param.name, w), dtype=cpu_rules.dtype_of(param))
     poison(t, byte)
     return t

@@ -19,6 +19,7 @@ checked to run) and the first is used.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -80,7 +81,7 @@ def main(job_dir: Path) -> int:
                     state["ops"].append(name)
             return func(*args, **(kwargs or {}))
 
-    _warm_up(Record, state)  # what the interpreter and the mode import lazily, imported before the filter
+    _warm_up(Record)  # what the interpreter and the mode import lazily, imported before the filter
     state["launches"] = 0
     # Opened before the filter, which refuses opening a file to write. The records go to a file of
     # their own, never stdout: the submission's prints cannot pass for them.
@@ -95,8 +96,6 @@ def main(job_dir: Path) -> int:
     if why_not is None:
         seccomp.install(seccomp.program(os.getpid()))
     record({"filter": why_not is None, "why_not": why_not})
-
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location("submission", job["module"])
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
@@ -122,7 +121,7 @@ def main(job_dir: Path) -> int:
     return 0
 
 
-def _warm_up(record, state) -> None:
+def _warm_up(record) -> None:
     """One launch of a kernel of ours under the recording mode: the modules the interpreter and
     torch load at a first launch (torch._dynamo among them, which asks the system for the user's
     name over a socket) are loaded while the process may still do so."""

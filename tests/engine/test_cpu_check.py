@@ -99,3 +99,19 @@ def test_cli_json_and_usage(tmp_path):
     cu.write_text('extern "C" void solve(const float* A, const float* B, float* C, int n) {}\n')
     r = runner.invoke(app, ["test", "vector_add", str(cu), "--cpu"])
     assert r.exit_code == 2 and "--cpu checks Triton (.py) files" in r.output
+
+
+def test_outputs_that_come_back_malformed_are_no_outputs(tmp_path):
+    import torch
+
+    cases = [{"args": {}, "outputs": ["C"]}]
+    f = tmp_path / "out.pt"
+    f.write_bytes(b"not a tensor file")
+    assert cpu_check._outputs(f, cases) is None
+    torch.save([{"D": torch.zeros(1)}], f)
+    assert cpu_check._outputs(f, cases) is None
+    torch.save([{"C": torch.zeros(1)}, {"C": torch.zeros(1)}], f)
+    assert cpu_check._outputs(f, cases) is None
+    torch.save([{"C": torch.zeros(1)}], f)
+    assert cpu_check._outputs(f, cases)[0]["C"].shape == (1,)
+    assert cpu_check._outputs(tmp_path / "missing.pt", cases) is None
