@@ -225,5 +225,6 @@ def cpu_check(c: Console, r: Any) -> None:
         c.print(f"[{STYLE.get(r.status, 'bold red')}]{r.status.value}[/] on CPU · {where}")
     if r.message:
         c.print(escape(r.message), highlight=False)
-    c.print(f"[dim]{'sandboxed' if r.sandboxed else 'not sandboxed'} (its own process"
-            f"{', seccomp filter' if r.sandboxed else ''})[/]")
+    if r.cases:  # the file ran (a static verdict runs nothing)
+        c.print(f"[dim]{'sandboxed' if r.sandboxed else 'not sandboxed'} (its own process"
+                f"{', seccomp filter' if r.sandboxed else ''})[/]")
