@@ -198,10 +198,9 @@ def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=
             if prepared.build is not None:
                 render.build_summary(out, prepared.build)
             if prepared.ok:
-                on = "on a GPU" if toolchain.for_source(src).judged_on_gpu else "on CPU"
-                cpu = "" if toolchain.for_source(src).judged_on_gpu else " --cpu"
+                cpu = " (on CPU: add --cpu)" if toolchain.for_source(src).worker == "triton" else ""
                 out.print("[bold green]OK[/]: it builds and passes the static policy (nothing was run: "
-                          f"judge test {escape(problem_arg(p))} {escape(str(src))}{cpu} checks it {on})")
+                          f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU{cpu})")
             else:
                 out.print(f"[bold red]{status}[/] {escape(p.name)} · {escape(str(src))}")
                 out.print(escape(prepared.message), highlight=False)
@@ -310,8 +309,9 @@ def init(problem: str = typer.Argument(..., help="Problem folder or name"),
             target.write_text(t.starter(p))
         except OSError as e:
             raise Usage(f"cannot write {target}: {e.strerror or e}") from None
-        how = f"judge test {escape(str(target))} --cpu" if not t.judged_on_gpu else \
-            f"judge submit {escape(problem_arg(p))} {escape(str(target))}"
+        how = f"judge submit {escape(problem_arg(p))} {escape(str(target))}"
+        if t.worker == "triton":
+            how += f" (without a GPU: judge test {escape(str(target))} --cpu)"
         out.print(f"wrote {escape(str(target))}; try it with: {how} (its first line names the problem)")
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from judge.build.sass import line as sass_line
 from judge.contract.events import BenchDone, Built, CaseDone, Event, Finished, Stage, Timing
-from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report
+from judge.contract.report import BenchResult, BuildInfo, CheckResult, Report, WarmUp
 from judge.contract.verdict import Status
 
 SHOWN_WARNINGS = 3  # warning lines under a build's summary; the count and the log's path say the rest
@@ -130,6 +130,8 @@ def report(c: Console, r: Report) -> None:
         for chk in case.checks:
             if not chk.passed:
                 mismatch(c, case.workload, chk)
+    for w in r.warm_up:
+        c.print(warm_up_line(w), highlight=False)
     e = r.environment
     if e.gpu:
         c.print(f"[dim]{e.gpu}, driver {e.driver}, CUDA {e.cuda_runtime}, nvcc {e.nvcc}, "
@@ -140,6 +142,15 @@ def report(c: Console, r: Report) -> None:
     c.print(f"[{style}]{r.status.value}[/] {escape(r.problem)} · {escape(r.solution)} ({r.wall_s:.1f} s)")
     if r.message:
         c.print(escape(r.message), highlight=False)
+
+
+def warm_up_line(w: WarmUp) -> str:
+    """A Triton candidate's warm-up in one worker: what Triton compiled and tuned, outside the timing."""
+    where = "the tests'" if w.phase == "tests" else "the timed calls'"
+    tuned = f", {w.configs} autotuner configuration{'s' if w.configs != 1 else ''} tried" if w.configs else ""
+    return (f"[dim]warm-up ({where} worker, not timed): {w.workloads} shape{'s' if w.workloads != 1 else ''} in "
+            f"{w.seconds:.1f} s, {w.kernels} kernel{'s' if w.kernels != 1 else ''} compiled in "
+            f"{w.compile_s:.1f} s{tuned}[/]")
 
 
 def bench_table(r: Report) -> Table:

@@ -260,7 +260,7 @@ def watch(problem: str = ProblemArg,
         policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
         opts = Options(device=device, arch=arch, policy=policy,
                        baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
-        session = watching.WatchSession(p, opts, timed=timed, submit=submit)
+        session = watching.WatchSession(p, opts, timed=timed, submit=submit, triton=src.suffix == ".py")
         detector = watching.ChangeDetector(src)
         status = out.status("starting the judge", spinner="dots") if not as_json and out.is_terminal else None
 

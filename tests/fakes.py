@@ -139,8 +139,9 @@ class CpuBuffers:
         self.buffers[id] = b
         return b
 
-    def free(self):
-        self.buffers.clear()
+    def free(self, ids=None):
+        for id in list(self.buffers) if ids is None else list(ids):
+            del self.buffers[id]
 
 
 class FakeCuda:
@@ -251,7 +252,7 @@ def pair_session(problem, workers, solvers: Sequence[dict] | None = None, **opts
             w.on = CpuSolver(s, **(solvers[i] if solvers else {}))
     spawned = iter(workers)
 
-    def spawn(role, torch=False, label=""):
+    def spawn(role, torch=False, label="", triton=None):
         w = next(spawned)
         w.role, w.label = role, label
         s.workers.append(w)

@@ -99,14 +99,15 @@ def discover(root: Path, known_problems: Iterable[str]) -> list[Submission]:
 
 
 def references(solutions_root: Path, problems: Iterable[str], known_problems: Iterable[str]) -> list[Submission]:
-    """The repository's fastest model answer (the last file by name, of the languages judged on the
-    GPU) for each of `problems`."""
+    """The repository's fastest model answer in each language (the last file by name: the ladder's
+    last step) for each of `problems`."""
     known = set(known_problems)
     out = []
     for problem in sorted(set(problems) & known):
-        cus = toolchain.gpu_solutions_in(Path(solutions_root, problem))
-        if cus:
-            out.append(_submission(REFERENCE, problem, cus[-1], known))
+        last: dict[str, Path] = {}
+        for f in toolchain.solutions_in(Path(solutions_root, problem)):
+            last[toolchain.for_source(f).name] = f
+        out += [_submission(REFERENCE, problem, f, known) for f in last.values()]
     return out
 
 

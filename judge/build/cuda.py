@@ -22,8 +22,7 @@ class CudaToolchain:
     name = "cuda"
     suffixes: tuple[str, ...] = (".cu",)
     comment = "//"
-    judged_on_gpu = True
-    gpu_note = ""
+    worker = "native"
 
     def starter(self, problem: Problem) -> str:
         """The ABI's starter under a header line naming the problem (judge/build/header.py)."""

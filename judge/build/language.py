@@ -36,8 +36,7 @@ class Toolchain(Protocol):
     name: str  # shown in reports and leaderboards: "cuda"
     suffixes: tuple[str, ...]  # the files it takes: (".cu",)
     comment: str  # a line comment: "//" (control files declare `<comment> expected: STATUS`)
-    judged_on_gpu: bool  # False while a language's GPU worker is not built (its files: CPU checks only)
-    gpu_note: str  # where judged_on_gpu is False, what a GPU run says instead (INTERNAL_ERROR)
+    worker: str  # its GPU worker: "native" (judge/worker/native) | "triton" (judge/worker/triton_gpu.py)
 
     def starter(self, problem: Problem) -> str:
         """A file that builds and loads as is: the exact signature, a comment per tensor."""

@@ -19,7 +19,7 @@ from judge.contract.verdict import Status
 from judge.problem.spec import Problem
 
 __all__ = ["DEFAULT", "REGISTRY", "Prepared", "Progress", "Toolchain", "UnknownLanguage", "check_source",
-           "for_name", "for_source", "gpu_solutions_in", "is_solution", "prepare", "prepare_many", "solutions_in",
+           "for_name", "for_source", "is_solution", "prepare", "prepare_many", "solutions_in",
            "starter_file",
            "suffixes"]
 
@@ -40,12 +40,6 @@ def solutions_in(folder: Path) -> list[Path]:
     if not Path(folder).is_dir():
         return []
     return sorted(f for f in Path(folder).iterdir() if not f.is_dir() and is_solution(f) and not f.name.startswith("."))
-
-
-def gpu_solutions_in(folder: Path) -> list[Path]:
-    """`solutions_in`, of the languages judged on the GPU (`Toolchain.judged_on_gpu`): what verify,
-    the leaderboards' model answers and the timing proof run."""
-    return [f for f in solutions_in(folder) if for_source(f).judged_on_gpu]
 
 
 def starter_file(problem: Problem, folder: Path, language: str = DEFAULT) -> tuple[Path, str]:

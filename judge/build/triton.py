@@ -1,13 +1,12 @@
 """The Triton toolchain (`.py`): the static policy on the syntax tree (judge/build/pypolicy.py), then
 the ABI (a top-level `solve` whose parameters are the problem's, by name and in order). There is no
-build step: Triton compiles each kernel when it is first launched.
+build step: Triton compiles each kernel when it is first launched, in the worker's warm-up
+(judge/engine/warmup.py), whose time the report gives apart from the kernel's.
 
-What a `.py` gets today: `judge test PROBLEM FILE --cpu` runs its correctness tests through Triton's
-interpreter on CPU (judge/engine/cpu_check.py), a practice check that is never timed or recorded.
-Judging one on the GPU (timed, ranked) needs a worker that runs Python under the same confinement
-as the native one, which is not built yet: until it is, a GPU run ends with INTERNAL_ERROR saying
-so (`gpu_note`, judge/engine/run.py), after the policy and the ABI have had their say; `judge
-check` runs those two alone.
+`prepare` reads the file once: the policy and the ABI are checked on that text, and the worker
+(judge/worker/triton_gpu.py) executes that text, never the file (`load`'s `source`). Without a GPU,
+`judge test PROBLEM FILE --cpu` runs the correctness tests through Triton's interpreter on CPU
+(judge/engine/cpu_check.py), a practice check that is never timed or recorded.
 """
 from __future__ import annotations
 
@@ -22,16 +21,12 @@ from judge.contract.verdict import Status
 from judge.problem import abi
 from judge.problem.spec import Problem
 
-NOT_ON_GPU = ("Triton submissions are not judged on the GPU yet (their worker is not built): check this "
-              "file on CPU with `judge test PROBLEM FILE --cpu` (Triton's interpreter; not timed, not recorded)")
-
 
 class TritonToolchain:
     name = "triton"
     suffixes: tuple[str, ...] = (".py",)
     comment = "#"
-    judged_on_gpu = False  # judge/practice/verify.py leaves these model answers to the CPU check
-    gpu_note = NOT_ON_GPU  # judge/engine/run.py ends a GPU run with it, after the checks below
+    worker = "triton"  # judge/worker/triton_gpu.py
 
     def starter(self, problem: Problem) -> str:
         """A file that passes the policy and runs as is (its outputs unwritten): imports, a kernel
@@ -60,30 +55,34 @@ class TritonToolchain:
         return "triton (JIT: kernels compile at their first launch)"
 
     def check_source(self, problem: Problem, source: Path) -> str | None:
-        text = Path(source).read_text(errors="replace")
+        return self._refusal(Path(source).read_text(errors="replace"), Path(source).name)
+
+    @staticmethod
+    def _refusal(text: str, name: str) -> str | None:
+        """The policy's REJECTED message for the text, or None."""
         try:
-            pypolicy.check_source(text, Path(source).name)
+            pypolicy.check_source(text, name)
         except SyntaxError:
             return None  # not the policy's to judge: prepare's COMPILE_ERROR names the line
         except PolicyError as e:
             return str(e)
         return None
 
-    def syntax_and_abi(self, problem: Problem, source: Path) -> str | None:
-        """COMPILE_ERROR's message for a file that does not parse or whose solve() is not the problem's."""
+    @staticmethod
+    def _broken(problem: Problem, text: str, name: str) -> str | None:
+        """COMPILE_ERROR's message for a text that does not parse or whose solve() is not the problem's."""
         try:
-            tree = ast.parse(Path(source).read_text(errors="replace"), filename=Path(source).name)
+            tree = ast.parse(text, filename=name)
         except SyntaxError as e:
-            return f"{Path(source).name}:{e.lineno}: {e.msg}"
-        want = [name for name, _ in problem.params]
+            return f"{name}:{e.lineno}: {e.msg}"
+        want = [n for n, _ in problem.params]
         defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "solve"]
         if not defs:
-            return (f"{Path(source).name}: no top-level `def solve(...)`; the problem's is: "
-                    f"{abi.py_prototype(problem.params)}")
+            return f"{name}: no top-level `def solve(...)`; the problem's is: {abi.py_prototype(problem.params)}"
         a = defs[-1].args
         got = [x.arg for x in a.posonlyargs + a.args]
         if got != want or a.vararg or a.kwarg or a.kwonlyargs:
-            return (f"{Path(source).name}:{defs[-1].lineno}: solve takes ({', '.join(got)}); the problem's is: "
+            return (f"{name}:{defs[-1].lineno}: solve takes ({', '.join(got)}); the problem's is: "
                     f"{abi.py_prototype(problem.params)}")
         return None
 
@@ -92,17 +91,17 @@ class TritonToolchain:
         return [self.prepare_checks(problem, Path(src)) for problem, src in jobs]
 
     def prepare_checks(self, problem: Problem, source: Path) -> Prepared:
-        """The policy and the ABI: the verdict that stops the file before it runs, or ready."""
+        """The policy and the ABI on the file's text, read once: the verdict that stops it before it
+        runs, or ready, with that text for the worker to execute."""
         try:
-            refused = self.check_source(problem, source)
-            broken = None if refused else self.syntax_and_abi(problem, source)
+            text = Path(source).read_text(errors="replace")
         except OSError as e:
             return Prepared(source, self.name, Status.INTERNAL_ERROR, f"cannot read {source}: {e}")
-        if refused:
+        if refused := self._refusal(text, Path(source).name):
             return Prepared(source, self.name, Status.REJECTED, refused)
-        if broken:
+        if broken := self._broken(problem, text, Path(source).name):
             return Prepared(source, self.name, Status.COMPILE_ERROR, broken)
-        return Prepared(source, self.name, load={"module": str(source)})
+        return Prepared(source, self.name, load={"module": str(Path(source).resolve()), "source": text})
 
 
 TRITON = TritonToolchain()

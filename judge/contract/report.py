@@ -120,6 +120,17 @@ class BenchResult(_M):
         return self.baselines[0].speedup if self.baselines else None
 
 
+class WarmUp(_M):
+    """A Triton candidate's warm-up in one worker (judge/engine/warmup.py): solve() once per
+    workload while Triton compiles and autotunes, outside every timed window and every check."""
+    phase: str  # "tests" (the correctness phase's worker) | "timed" (the timed calls' worker)
+    workloads: int
+    seconds: float  # the warm-up's wall time, the calls and the parent's buffers included
+    compile_s: float  # of it, Triton compiling kernels
+    kernels: int  # kernels compiled
+    configs: int  # autotuner configurations benchmarked
+
+
 class Environment(_M):
     gpu: str | None = None
     gpu_uuid: str | None = None
@@ -146,6 +157,7 @@ class Report(_M):
     status: Status
     message: str = ""
     build: BuildInfo | None = None
+    warm_up: list[WarmUp] = []  # a Triton candidate's, per worker (empty for CUDA: nvcc's time is `build`)
     tests: list[TestCase] = []
     benchmarks: list[BenchResult] = []
     geomean_speedup: float | None = None

@@ -37,6 +37,7 @@ from judge.engine.session import Session
 from judge.engine.stash import Stash
 from judge.engine.stats import TimingPolicy
 from judge.engine.timing import ImpossibleTime, time_target
+from judge.engine.warmup import warm_up
 from judge.gpu import device
 from judge.gpu.seal import Key
 from judge.problem.spec import Impl, Workload, workload_id
@@ -85,7 +86,7 @@ class TimedPhase:
                 before.append((yield from self.baselines_pass(s, j, w, "before")))
         yield Stage("loading the library into a fresh worker for the timed calls")
         with s.phase("load (timed)"):
-            s.fresh_candidate()
+            warm_up(s, s.fresh_candidate(), [(workload_id(w), w) for w in benches], "timed")
         with s.phase("candidate"):
             for j, w in enumerate(benches):
                 timed.append((yield from self.candidate_pass(s, j, w, peaks)))

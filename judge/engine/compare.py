@@ -46,6 +46,7 @@ from judge.engine.run import evaluate
 from judge.engine.score import NOISE_FLOOR, CompareVerdict, compare_verdict, ratio_interval
 from judge.engine.session import Options, Session
 from judge.engine.timing import ImpossibleTime, Timer
+from judge.engine.warmup import warm_up
 from judge.gpu import device
 from judge.problem.spec import Problem, Workload, workload_id
 from judge.worker.client import WorkerFailure
@@ -186,12 +187,14 @@ def start_pair(s: Session, built: list[Prepared]) -> list[Worker]:
         raise RunFailure(Status.INTERNAL_ERROR, "the GPU went away between the tests and the timing")
     if s.peaks is None:
         s.peaks = device.cached_peaks(s.gpu)
-    pair = [s.spawn(CANDIDATE, label=label) for label in LABELS]
+    pair = [s.spawn(CANDIDATE, label=label, triton=toolchain.for_name(r.language).worker == "triton")
+            for label, r in zip(LABELS, built)]
     s.start_torch()
     if s.peaks is None:
         s.peaks = device.peaks(s.gpu)
     for w, r in zip(pair, built):
         s.load(w, r.load)
+        warm_up(s, w, [(workload_id(x), x) for x in s.problem.spec.benchmarks], "timed")
     return pair
 
 

@@ -95,6 +95,8 @@ def _worker_failure(worker: Worker, f: WorkerFailure) -> RunFailure:
         return RunFailure(Status.TIMEOUT, detail)
     if f.kind == "protocol":
         return RunFailure(Status.REJECTED, f"result channel: {detail}")
+    if f.kind == "policy":  # what solve() did, refused by the Triton worker (judge/worker/triton_gpu.py)
+        return RunFailure(Status.REJECTED, detail)
     return RunFailure(Status.RUNTIME_ERROR, detail)  # crash, cuda, python, os, malformed
 
 

@@ -38,10 +38,11 @@ from judge.contract.report import Report
 from judge.contract.verdict import Status
 from judge.engine import guards
 from judge.engine.benchmarks import TimedPhase
-from judge.engine.correctness import run_tests
+from judge.engine.correctness import cases, run_tests
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import CANDIDATE, baseline_role
 from judge.engine.session import Options, Phases, Session, Warm
+from judge.engine.warmup import warm_up
 from judge.gpu import device
 from judge.problem.spec import Problem
 
@@ -71,6 +72,7 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
         yield Stage("starting the worker")
         with s.phase("load"):
             s.load(s.candidate, prepared.load)
+            warm_up(s, s.candidate, [(c.label, c.workload) for c in cases(s)], "tests")
         with s.phase("tests"):
             yield from phases.correctness(s)
         if opts.mode == "submit" and problem.spec.benchmarks:
@@ -97,6 +99,7 @@ def check_source(s: Session, source: Path) -> str:
     try:
         lang = toolchain.for_source(source)
         env.flags = lang.flags(arch)
+        s.triton = lang.worker == "triton"
         refused = lang.check_source(s.problem, source)
     except (toolchain.UnknownLanguage, OSError) as e:
         raise RunFailure(Status.INTERNAL_ERROR, str(e)) from None
@@ -119,9 +122,6 @@ def build_and_start(s: Session, source: Path, arch: str) -> Generator[Event, Non
         yield Built(s.report.build)
     if prepared.status is not None:
         raise RunFailure(prepared.status, prepared.message)
-    lang = toolchain.for_source(source)
-    if not lang.judged_on_gpu:  # no worker runs this language's files yet
-        raise RunFailure(Status.INTERNAL_ERROR, lang.gpu_note)
     if not s.gpu:
         raise RunFailure(Status.INTERNAL_ERROR, "no CUDA device is available: the build succeeded, "
                          "but judging needs an NVIDIA GPU (run `judge doctor`)")

@@ -88,6 +88,7 @@ class Session:
         self.buffers: DeviceBuffers | None = None
         self.view: Witness | None = None  # the parent's own fingerprints and GPU stamps (judge/gpu/witness.py)
         self.called = False  # has a candidate run solve() yet (who is to blame for an OOM)
+        self.triton = False  # the candidate is a Triton (.py) submission: its worker is judge/worker/triton_gpu.py
         self.restarted: set[str] = set()  # roles of the baselines whose worker was restarted (`restart`)
         # Read before any of the candidate's code runs (judge/engine/run.py's `preload`): the device's
         # measured peaks, and the text of every baseline's file (what its worker executes).
@@ -134,11 +135,14 @@ class Session:
         return [{"name": n, "kind": "tensor" if ct.is_tensor else ct.scalar} for n, ct in self.problem.params]
 
     # -- workers ----------------------------------------------------------------------------------
-    def spawn(self, role: str, torch: bool = False, label: str = "") -> Worker:
-        """A worker for `role` (a warm session's spare for the candidate of `judge watch`)."""
+    def spawn(self, role: str, torch: bool = False, label: str = "", triton: bool | None = None) -> Worker:
+        """A worker for `role` (a warm session's spare for the candidate of `judge watch`); a
+        candidate's is the Triton worker when `triton` (default: the run's language's, `self.triton`)."""
         warm = self.opts.warm.worker() if self.opts.warm and role == CANDIDATE else None
+        triton = self.triton if triton is None else triton
         try:
-            w: Worker = warm or WorkerProcess(self.opts.device, role, torch, label)
+            w: Worker = warm or WorkerProcess(self.opts.device, role, torch, label,
+                                              triton=triton and role == CANDIDATE)
         except NativeBuildError as e:  # the judge's own code did not build
             raise RunFailure(Status.INTERNAL_ERROR, f"starting the worker: {e}") from None
         self.workers.append(w)
@@ -178,7 +182,8 @@ class Session:
         """Start-up, then `init` with the problem's parameters and the library (or baseline) to load.
         A candidate's worker confines itself at `init` (judge/worker/client.py), in a pid namespace
         of its own where the OS gave it one at start-up and in a cgroup of its own where the judge
-        could make one; the report says which."""
+        could make one; the report says which. A Triton candidate's worker confines itself after
+        its warm-up, which the caller runs next (judge/engine/warmup.py)."""
         self.ready(worker, "starting the worker" if worker.role == CANDIDATE else f"starting {worker.role}")
         self.ask(worker, "init", timeout_s, what, params=self.wire_params(), **load)
         if worker.role == CANDIDATE:

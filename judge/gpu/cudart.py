@@ -115,6 +115,15 @@ class Runtime:
     def memset_async(self, ptr: int, byte: int, nbytes: int) -> None:
         check(self.lib.cudaMemsetAsync(ptr, byte, nbytes, None), "cudaMemsetAsync")
 
+    def priority_stream(self) -> int:
+        """A blocking stream (ordered with the legacy default stream both ways) of the greatest
+        priority: the checks' stream of a candidate's worker (judge/worker/native/worker.cu says why)."""
+        least, greatest, s = ctypes.c_int(), ctypes.c_int(), ctypes.c_void_p()
+        check(self.lib.cudaDeviceGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)),
+              "cudaDeviceGetStreamPriorityRange")
+        check(self.lib.cudaStreamCreateWithPriority(ctypes.byref(s), 0, greatest), "cudaStreamCreateWithPriority")
+        return s.value or 0
+
     def synchronize(self, where: str = "cudaDeviceSynchronize") -> None:
         check(self.lib.cudaDeviceSynchronize(), where)
 

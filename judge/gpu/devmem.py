@@ -7,6 +7,7 @@ told, then at least GUARD_BYTES of slack the parent fills and checks.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,11 +72,11 @@ class DeviceBuffers:
         self.buffers[id] = buf
         return buf
 
-    def free(self) -> None:
+    def free(self, ids: Iterable[str] | None = None) -> None:
+        """Release the buffers named `ids`, or every one."""
         torch.cuda.synchronize()
-        for b in self.buffers.values():
-            self.rt.free(b.ptr)
-        self.buffers.clear()
+        for id in list(self.buffers) if ids is None else list(ids):
+            self.rt.free(self.buffers.pop(id).ptr)
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -128,21 +128,24 @@ class Kernels:
                     name)
 
     def hold(self, ctl: int, count: int, number: int, arrive_ns: int, release_ns: int, grid: int, smem: int,
-             flush: int, flush_bytes: int, wait: bool, jobs: int = 0, njobs: int = 0) -> None:
+             flush: int, flush_bytes: int, wait: bool, jobs: int = 0, njobs: int = 0, sealed: bool = False,
+             stamp: int = 0) -> None:
         """judge_hold on the legacy default stream (judge/worker/hold.py), `grid` blocks of `smem`
         bytes of dynamic shared memory each (the attribute is raised the first time): the call's
-        `njobs` inputs (pairs of pointer and bytes in device memory at `jobs`) only read, never opened
-        (a baseline's are never sealed), the L2 flush of `flush_bytes` at `flush` (judge_read's
-        buffer, its sink after it), no stamp; with `wait` it holds until the host lets go."""
+        `njobs` inputs (pairs of pointer and bytes in device memory at `jobs`) read, or with `sealed`
+        opened with the key the host gives once the blocks are resident (a candidate's: a baseline's
+        are never sealed), the L2 flush of `flush_bytes` at `flush` (judge_read's buffer, its sink
+        after it), the start stamp to the u64 at `stamp` (none if 0); with `wait` it holds until the
+        host lets go."""
         if getattr(self, "_hold_smem", None) != smem:
             self._check(self.lib.cuFuncSetAttribute(self.fn["judge_hold"], 8, smem), "judge_hold's shared memory")
             self._hold_smem = smem  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        mode = (GATE_WAIT if wait else 0) | (GATE_TOUCH if njobs else 0)
+        mode = (GATE_WAIT if wait else 0) | (GATE_TOUCH if njobs and not sealed else 0)
         self._launch("judge_hold", 1, [ctypes.c_void_p(ctl), ctypes.c_void_p(count), ctypes.c_uint(number),
                                        ctypes.c_ulonglong(arrive_ns), ctypes.c_ulonglong(release_ns),
                                        ctypes.c_void_p(jobs), ctypes.c_uint(njobs), ctypes.c_void_p(flush),
                                        ctypes.c_ulonglong(flush_bytes // 16), ctypes.c_uint32(FLUSH_NEVER),
-                                       ctypes.c_void_p(flush + flush_bytes), ctypes.c_void_p(0),
+                                       ctypes.c_void_p(flush + flush_bytes), ctypes.c_void_p(stamp),
                                        ctypes.c_uint(mode)], None, block=32, grid=grid, smem=smem)
 
     def crypt(self, ptr: int, nbytes: int, job: int, key: list[int]) -> None:

@@ -45,11 +45,10 @@ def reference_dir(problem: Problem) -> Path:
 
 
 def controls(problem: Problem) -> list[Control]:
-    """The files a GPU verify judges: those of the languages judged on the GPU (`judged_on_gpu`;
-    the others are checked on CPU: tests/test_triton_answers.py)."""
+    """The files a GPU verify judges: every model answer and known-wrong control, of every language."""
     out = [Control(problem, p, Status.ACCEPTED, "reference solution", "reference")
-           for p in toolchain.gpu_solutions_in(reference_dir(problem))]
-    for p in toolchain.gpu_solutions_in(problem.wrong_dir):
+           for p in toolchain.solutions_in(reference_dir(problem))]
+    for p in toolchain.solutions_in(problem.wrong_dir):
         status, reason = expected_status(p)
         out.append(Control(problem, p, status, reason, "wrong"))
     return out

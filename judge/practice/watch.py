@@ -142,7 +142,8 @@ class WatchSession:
 
     def __init__(self, problem: Problem, opts: pipeline.Options | None = None, timed: bool = True,
                  submit: bool = False, evaluate: Callable[..., Iterator[Event]] | None = None,
-                 spawn: Callable[[], WorkerProcess | None] | None = None, cache_bytes: int | None = None):
+                 spawn: Callable[[], WorkerProcess | None] | None = None, cache_bytes: int | None = None,
+                 triton: bool = False):
         base = opts or pipeline.Options()
         self.submit = submit
         self.problem = problem if submit else replace(problem, baselines=())  # practice: no baseline
@@ -151,7 +152,7 @@ class WatchSession:
                             secret=None if submit else (base.secret if base.secret is not None
                                                         else secrets.randbits(63)))
         self._evaluate = evaluate or pipeline.evaluate
-        self._spawn = spawn or (lambda: _spare_worker(self.opts.device))
+        self._spawn = spawn or (lambda: _spare_worker(self.opts.device, triton))
         self.cache = ReferenceCache(cache_bytes if cache_bytes is not None else 0)
         self._cache_bytes = cache_bytes
         self.spare: WorkerProcess | None = None
@@ -228,10 +229,11 @@ def practice_policy(budget_s: float) -> TimingPolicy:
     return TimingPolicy(budget_s=budget_s, min_time_s=min(TimingPolicy().min_time_s, budget_s))
 
 
-def _spare_worker(device_index: int) -> WorkerProcess | None:
-    """A spare candidate worker, or None where the native worker does not build: the run then starts
-    its own and ends in INTERNAL_ERROR with the compiler's message (judge/engine/session.py's `spawn`)."""
+def _spare_worker(device_index: int, triton: bool = False) -> WorkerProcess | None:
+    """A spare candidate worker (the Triton worker for a `.py`), or None where the native worker does
+    not build: the run then starts its own and ends in INTERNAL_ERROR with the compiler's message
+    (judge/engine/session.py's `spawn`)."""
     try:
-        return WorkerProcess(device_index, "candidate")
+        return WorkerProcess(device_index, "candidate", triton=triton)
     except NativeBuildError:
         return None

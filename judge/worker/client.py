@@ -38,6 +38,7 @@ from judge.worker.protocol import Op
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
 LOG_TAIL_BYTES = 4000
 CPU_LIMIT_S = 3600  # RLIMIT_CPU: a backstop; every request has its own (much shorter) deadline
+NOBODY = 65534  # the user a root judge's candidate runs as (judge/worker/native/confine.h)
 EXTRA_TASKS = 4096  # RLIMIT_NPROC: this user's processes and threads now, plus this many
 KILLED: set[int] = set()  # pids of workers this process killed, and of what they started: judge/gpu/health.py
 #                           waits for their memory (a worker in its own pid namespace holds its context in a child)
@@ -94,11 +95,14 @@ class WorkerProcess:
     reply is a "malformed" failure (the candidate's RUNTIME_ERROR), a well-formed one without this
     run's nonce a "protocol" one (REJECTED), silence past the deadline a "timeout"."""
 
-    def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False, label: str = ""):
-        """Raises native_build.NativeBuildError when a candidate's worker cannot be built."""
-        self.role, self.label = role, label
+    def __init__(self, device: int = 0, role: str = "candidate", torch: bool = False, label: str = "",
+                 triton: bool = False):
+        """Raises native_build.NativeBuildError when a candidate's worker cannot be built. With
+        `triton` a candidate runs in the Triton worker (judge/worker/triton_gpu.py): it compiles its
+        kernels in a warm-up (`warm`), then confines itself (`confine`), not at `init`."""
+        self.role, self.label, self.triton = role, label, triton and not torch
         limit = host_memory_limit()  # a bad setting fails here, before anything is started
-        argv = command(torch)
+        argv = command(torch, self.triton)
         # Confinement: a candidate's worker installs the filter at init; why it cannot, if it cannot.
         self.confined = not torch and confine_wanted()
         self.learn = os.environ.get(paths.ENV_SECCOMP_LEARN, "") if self.confined else ""
@@ -112,9 +116,11 @@ class WorkerProcess:
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "LD_LIBRARY_PATH", "HOME", "LANG",
                                                             paths.ENV_CUDART, "CUDA_HOME")}
         env["CUDA_VISIBLE_DEVICES"] = str(device)
-        if torch:
+        if torch or self.triton:
             env["PYTHONPATH"] = str(paths.CODE_ROOT)
             env["PYTHONUNBUFFERED"] = "1"
+        if self.triton:
+            env["TRITON_CACHE_DIR"] = env["TRITON_HOME"] = triton_cache(Path(self.workdir.name))
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
         if not torch and not pidns.wanted():  # unset: a pid namespace of its own (judge/worker/native/confine.h)
             env[protocol.ENV_PID_NAMESPACE] = "0"
@@ -373,12 +379,28 @@ class WorkerProcess:
         self.workdir.cleanup()
 
 
-def command(torch: bool = False) -> list[str]:
+def command(torch: bool = False, triton: bool = False) -> list[str]:
     """The worker's argv, with nothing of the channel: the native worker for a candidate (built now
-    if the cache lacks it: native_build.NativeBuildError), the Python one for a baseline (torch)."""
+    if the cache lacks it: native_build.NativeBuildError), the Triton one for a `.py` candidate, the
+    Python one for a baseline (torch)."""
     if torch:
         return [sys.executable, "-m", "judge.worker.main", "--torch"]
+    if triton:
+        return [sys.executable, "-m", "judge.worker.triton_gpu"]
     return [str(native_build.worker_binary())]
+
+
+def triton_cache(workdir: Path) -> str:
+    """A Triton cache of the worker's own, fresh (compile times are the run's, and nothing one
+    submission compiled is found by the next), in its working directory, which the parent removes.
+    A root judge's worker compiles as nobody (judge/worker/triton_gpu.py): the directory is then
+    nobody's, and its parent only passable."""
+    cache = workdir / "triton"
+    cache.mkdir(mode=0o700)
+    if os.geteuid() == 0:
+        os.chown(cache, NOBODY, NOBODY)
+        workdir.chmod(0o711)
+    return str(cache)
 
 
 def decode(line: bytes) -> dict:

@@ -15,7 +15,11 @@ parent shares with it through CUDA IPC, as torch tensors.
 Commands (judge/worker/protocol.py, shared with the parent): init, map, unmap, call, prepare,
 time_batch, exit. Any CUDA error is answered with its runtime name and text, then the worker
 exits: after a sticky error its context is unusable. A baseline's outputs are not checked for
-completeness (no `counter`): its failures are the judge's own.
+completeness (the parent sends no `counter`) and its inputs are never sealed: its failures are the
+judge's own. The Triton candidate's worker (judge/worker/triton_gpu.py) is this class with a
+submission loaded instead of a baseline, and gets both, with the native worker's semantics
+(judge/worker/native/worker.cu: checks on a stream of the greatest priority, GPU stamps, the
+sealed inputs' keys asked for once the gate holds every SM).
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from judge.gpu.cudart import CudaError, Runtime
 from judge.gpu.integrity import FLUSH_SINK_BYTES, WIDTH, Kernels, poison_word
 from judge.worker.hold import Hold
 from judge.worker.protocol import (
+    CHECK_START,
+    CHECK_STRIDE,
     ERROR_TEXT_CHARS,
     FLUSH_MIN_BYTES,
     MAX_CALLS_PER_BATCH,
@@ -45,8 +51,9 @@ from judge.worker.protocol import (
 
 
 class Worker:
-    def __init__(self, out, nonce: str):
-        self.out, self.nonce = out, nonce
+    def __init__(self, out, nonce: str, read_line: Callable[[], str] = sys.stdin.readline):
+        self.out, self.nonce, self.read_line = out, nonce, read_line
+        self.rng = random.SystemRandom()  # the poison patterns: nothing in the process can predict them
         self.rt = Runtime()
         self.flush_bytes = max(2 * self.rt.l2_bytes(), FLUSH_MIN_BYTES)
         self.flush_ptr = self.rt.malloc(self.flush_bytes + FLUSH_SINK_BYTES)
@@ -61,6 +68,9 @@ class Worker:
         self._no_window = ctypes.create_string_buffer(64)  # cudaLaunchAttributeValue, all zero
         self.slot_inputs: list[int] = []  # per slot: the device table of its inputs (pointer, bytes), for the gate
         self.slot_jobs: list[int] = []
+        self.slot_pairs: list[list[tuple[int, int]]] = []  # the same tables, on the host
+        self.counter = 0  # the parent's check records for the timed calls (device address), if any
+        self.check_stream = self.rt.priority_stream()
 
     def send(self, **msg) -> None:
         msg["nonce"] = self.nonce
@@ -95,18 +105,37 @@ class Worker:
         return [self.tensors[a["buf"]] if "buf" in a else a["int"] if "int" in a else a["float"] for a in args]
 
     def call(self, args: list, outputs: list[dict] | None = None, counter: str | None = None) -> dict:
-        """One call of the reference (the outputs are not counted: `counter` is the candidate's)."""
-        _no_counter(counter)
+        """One call; with `counter`, the check of each poisoned output (`word`) into the record at
+        counter[0..1], right after solve() returns, before synchronising."""
         self.rt.synchronize("before the call")
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
+        if counter:
+            self._after_solve(self._call_checks, outputs or [], self.buffers[counter])
         self.rt.synchronize("solve() on the device")
         return {}
 
+    def _call_checks(self, outputs: list[dict], record: int) -> None:
+        for j, o in enumerate(outputs):
+            if o.get("word") is not None:
+                self._check(self.buffers[o["buf"]], o["nbytes"], o["dtype"], o["word"], j, record)
+
+    def _after_solve(self, work: Callable[..., None], *args: object) -> None:
+        """A launch of the judge's after solve() that fails: most likely solve()'s own sticky error,
+        reported as the synchronisation words it."""
+        try:
+            work(*args)
+        except CudaError:
+            self.rt.synchronize("solve() on the device")
+            raise
+
+    def _check(self, ptr: int, nbytes: int, dtype: str, word: int, salt: int, record: int) -> None:
+        self.kernels.check(ptr, nbytes, WIDTH[dtype], word, salt, record, self.check_stream)
+
     def _poison(self, ptr: int, nbytes: int, dtype: str) -> int | None:
-        word = poison_word(dtype)
+        word = poison_word(dtype, self.rng)
         if word is None:
-            self.rt.memset_async(ptr, random.choice(POISON_BYTES), nbytes)
+            self.rt.memset_async(ptr, self.rng.choice(POISON_BYTES), nbytes)
         else:
             self.kernels.fill(ptr, nbytes, WIDTH[dtype], word)
         return word
@@ -120,30 +149,41 @@ class Worker:
 
     def prepare(self, slots: list[list], outputs: list[list[dict]], counter: str | None = None,
                 inputs: list[list[dict]] | None = None) -> dict:
-        """Set the timed calls: one argument list per slot, the outputs to poison per slot, and the
-        inputs each call's gate reads first (a table of pointer and bytes per slot, in device memory)."""
-        _no_counter(counter)
+        """Set the timed calls: one argument list per slot, the outputs to poison per slot, the
+        check records (`counter`, a candidate's), and the inputs each call's gate reads or opens
+        first (a table of pointer and bytes per slot, in device memory)."""
+        if len(outputs) != len(slots) or not slots or (inputs is not None and len(inputs) != len(slots)):
+            raise ValueError("prepare needs a slot at least, and one list of outputs (and of inputs) per slot")
+        self.counter = self.buffers[counter] if counter else 0
         self.slots = [self._args(a) for a in slots]
         self.slot_outputs = [[(self.buffers[o["buf"]], o["nbytes"], o.get("dtype", "uint8")) for o in outs]
                              for outs in outputs]
         for ptr in self.slot_inputs:
             self.rt.free(ptr)
         self.slot_inputs = []
-        for ins in inputs or []:
-            table = b"".join(struct.pack("<QQ", self.buffers[x["buf"]], x["nbytes"]) for x in ins)
-            ptr = self.rt.malloc(len(table))
-            self.rt.copy_to_device(ptr, table)
+        self.slot_pairs = [[(self.buffers[x["buf"]], x["nbytes"]) for x in ins] for ins in inputs or []]
+        for pairs in self.slot_pairs:
+            if any(ptr % 16 for ptr, _ in pairs):
+                raise ValueError("an input that is not 16-byte aligned")
+            table = b"".join(struct.pack("<QQ", ptr, nbytes) for ptr, nbytes in pairs)
+            ptr = self.rt.malloc(max(len(table), 16))
+            if table:
+                self.rt.copy_to_device(ptr, table)
             self.slot_inputs.append(ptr)
-        self.slot_jobs = [len(ins) for ins in inputs or []]
+        self.slot_jobs = [len(pairs) for pairs in self.slot_pairs]
         self.next_slot = 0
         while len(self.events) < MAX_CALLS_PER_BATCH:
             self.events.append((self.rt.event(), self.rt.event()))
         return {}
 
-    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False, hold: bool = False) -> dict:
+    def time_batch(self, k: int, rest: float = 0.0, per_call: bool = False, hold: bool = False,
+                   sealed: bool = False) -> dict:
         """k timed calls, rotating over the slots; before each: poisoned outputs, then the gate
         (judge/worker/hold.py: the L2 flush, and with `hold` the GPU-side hold, let go once the call
-        is queued), or a plain flush where the gate cannot fill the SMs.
+        is queued), or a plain flush where the gate cannot fill the SMs. With check records
+        (`prepare`'s counter): the start stamp (by the gate), and after the end event the end stamp
+        and the outputs' checks. With `sealed`, each call's key is asked for once its gate holds every
+        SM (`unseal`, judge/gpu/seal.py) and the gate opens the inputs with it.
 
         With `rest` > 0 the GPU idles `rest` × the busy time, after each call (`per_call`, for
         long calls) or after the batch (short calls run back to back within it), so a heavy
@@ -151,6 +191,10 @@ class Worker:
         timed, nor in the shapes timed after it. Candidate and baselines get the same treatment.
         """
         k = max(1, min(k, MAX_CALLS_PER_BATCH))
+        if not getattr(self, "slots", None):
+            raise ValueError("time_batch before prepare")
+        if sealed and len(self.slot_jobs) != len(self.slots):
+            raise ValueError("a sealed batch without prepared inputs")
         gate = self.hold.usable
         held = hold and gate
         crowded, late = self.hold.crowded(), self.hold.late()
@@ -158,23 +202,36 @@ class Worker:
         for i in range(k):
             s = self.next_slot % len(self.slots)
             self.next_slot += 1
-            for ptr, nbytes, dtype in self.slot_outputs[s]:  # poison first, then flush: the poison's
-                self._poison(ptr, nbytes, dtype)  # lines leave L2
+            outs = self.slot_outputs[s]
+            words = [self._poison(*o) for o in outs]  # poison first, then flush: the poison's lines leave L2
             self._clear_persisting_l2()
+            record = self.counter + CHECK_STRIDE * i if self.counter else 0
+            start, end = self.events[i]
+            opens = sealed and self.slot_jobs[s] > 0
             if gate:
                 jobs = (self.slot_inputs[s], self.slot_jobs[s]) if self.slot_inputs else (0, 0)
-                self.hold.begin(held, *jobs)
+                self.hold.begin(held, *jobs, sealed=sealed, stamp=record + 8 * CHECK_START if record else 0)
+                self.rt.record(start)
+                if held or opens:
+                    self.hold.wait_resident()
+                if opens:
+                    self.hold.open(self._key(i))
             else:
+                if sealed:
+                    key = self._key(i)
+                    for j, (ptr, nbytes) in enumerate(self.slot_pairs[s]):
+                        self.kernels.crypt(ptr, nbytes, j, key)
                 self.kernels.read(self.flush_ptr, self.flush_bytes)
-            start, end = self.events[i]
-            self.rt.record(start)
-            if held:
-                self.hold.wait_resident()
+                if record:
+                    self.kernels.stamp(record + 8 * CHECK_START, None)
+                self.rt.record(start)
             t0 = time.perf_counter()
             self.call_target(self.slots[s])
             host.append((time.perf_counter() - t0) * 1000)
             self.rt.record(end)
             self.rt.last_error("launching solve()")
+            if record:  # right after the end event, before any synchronisation
+                self._after_solve(self._end_checks, record, outs, words)
             if held:
                 self.hold.release()
             if rest > 0 and per_call:
@@ -187,6 +244,26 @@ class Worker:
             time.sleep(sum(times) * rest / 1000)
         return {"times_ms": times, "host_ms": host, "held": held, "crowded": self.hold.crowded() - crowded,
                 "late": self.hold.late() - late, "calls": self.next_slot}
+
+
+    def _end_checks(self, record: int, outs: list[tuple[int, int, str]], words: list[int | None]) -> None:
+        self.kernels.stamp(record + 8 * (CHECK_START + 1), None)
+        for j, ((ptr, nbytes, dtype), word) in enumerate(zip(outs, words)):
+            if word is not None:
+                self._check(ptr, nbytes, dtype, word, j, record)
+
+    def _key(self, i: int) -> list[int]:
+        """Call i's key from the parent: a line {"unseal": i} on the channel, answered by one line
+        {"key": [k0, k1, k2]} on stdin."""
+        self.send(unseal=i)
+        try:
+            key = json.loads(self.read_line())["key"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError("no key for a sealed call, or not a JSON object with one") from None
+        if not (isinstance(key, list) and len(key) == 3
+                and all(isinstance(w, int) and 0 <= w <= 0xFFFFFFFF for w in key)):
+            raise ValueError("a key of other than three 32-bit words")
+        return key
 
 
 def baseline_module(baseline: dict) -> types.ModuleType:
@@ -208,11 +285,6 @@ def _not_loaded(args: list) -> object:
     raise RuntimeError("solve() called before init")
 
 
-def _no_counter(counter: str | None) -> None:
-    if counter:
-        raise ValueError("the baseline worker does not check outputs (`counter` is for a candidate's native worker)")
-
-
 def main() -> None:
     # Python ignores SIGXFSZ; restored, output past the log's cap (RLIMIT_FSIZE) kills the worker
     # instead of being dropped while the flood goes on.
@@ -228,29 +300,35 @@ def main() -> None:
         torch.zeros(1, device="cuda")
         worker = Worker(out, nonce)
     except (CudaError, OSError) as e:
-        _send_error(out, nonce, e)
+        send_error(out, nonce, e)
         return
+    serve(worker)
+
+
+def serve(worker: Worker, error: Callable[[Exception], dict] | None = None) -> None:
+    """The ready reply, then one command per stdin line until `exit` or the first failure.
+    `error(e)` words a failure that is not CUDA's (default: the exception's name and text)."""
     worker.send(ok=True, ready=True, pid=os.getpid())
-    for line in sys.stdin:
+    while line := worker.read_line():
         cmd = json.loads(line)
         op = cmd.pop("op")
         if op == "exit":
             break
         try:
-            if op not in OPS:
+            if op not in OPS or not callable(getattr(worker, op, None)):
                 raise ValueError(f"unknown command {op!r}")
             result = getattr(worker, op)(**cmd)
         except CudaError as e:
-            _send_error(out, nonce, e)
+            send_error(worker.out, worker.nonce, e)
             return
         except Exception as e:  # noqa: BLE001 — reported to the parent as the worker's failure
-            worker.send(ok=False, error={"kind": "python", "name": type(e).__name__,
-                                         "text": str(e)[:ERROR_TEXT_CHARS]})
+            worker.send(ok=False, error=error(e) if error else {"kind": "python", "name": type(e).__name__,
+                                                                 "text": str(e)[:ERROR_TEXT_CHARS]})
             return
         worker.send(ok=True, **result)
 
 
-def _send_error(out, nonce: str, e: BaseException) -> None:
+def send_error(out, nonce: str, e: BaseException) -> None:
     if isinstance(e, CudaError):
         err = {"kind": "cuda", "name": e.name, "text": e.text[:ERROR_TEXT_CHARS], "where": e.where}
     else:

@@ -33,9 +33,12 @@ from typing import Literal, TextIO, get_args
 
 from judge import paths
 
-# The worker's commands (a method of judge/worker/main.py's `Worker` each, but `exit`).
-Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "exit"]
+# The worker's commands (a method of judge/worker/main.py's `Worker` each, but `exit`). `warm` and
+# `confine` are the Triton candidate's (judge/worker/triton_gpu.py): solve() once per workload while
+# Triton may still compile, then the sandbox; the other workers refuse them.
+Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine", "exit"]
 OPS: frozenset[str] = frozenset(get_args(Op))
+TRITON_OPS = frozenset({"warm", "confine"})  # the Triton worker's alone
 
 # Timed calls per `time_batch` request: the worker holds this many event pairs, and the parent
 # keeps this many check records (CHECK_STRIDE bytes each) for a benchmark shape.
@@ -87,12 +90,14 @@ MAX_LINES = 1000  # lines read for one request (progress lines and the reply)
 MAX_DEPTH = 8  # nesting of a reply; the real ones are 2 deep
 ERROR_TEXT_CHARS = 4000  # the worker cuts an error's text to this (a reply stays far under the cap)
 # What a worker says when it fails: a CUDA error, the Python worker's exception, a system call's
-# failure (loading the library, confining the process), the native worker's refusal of a request.
-ERROR_KINDS = ("cuda", "python", "os", "native")
+# failure (loading the library, confining the process), the native worker's refusal of a request,
+# the Triton worker's refusal of what a solve() did (torch compute, no kernel, a late compile).
+ERROR_KINDS = ("cuda", "python", "os", "native", "policy")
 # The type of each field the parent reads (a list's items: numbers); other fields are not read.
 FIELD_TYPES: dict[str, type] = {
     "nonce": str, "ok": bool, "ready": bool, "pid": int, "pid_namespace": bool, "calls": int, "times_ms": list,
-    "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int, "unseal": int}
+    "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int, "unseal": int,
+    "compiled": int, "configs": int, "compile_s": float, "seconds": float}
 
 
 def worker_channel() -> tuple[TextIO, str]:

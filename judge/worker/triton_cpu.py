@@ -27,20 +27,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-# torch operations a solve() may call itself: allocating, viewing and filling (scratch, zeroed
-# outputs). Anything else (add, copy_, clone, to, matmul, ...) is compute done outside Triton.
-ALLOWED_OPS = frozenset("""
-empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros full full_like
-new_full ones ones_like new_ones zero_ fill_ view _unsafe_view reshape as_strided alias detach t
-transpose permute expand slice select unsqueeze squeeze split unbind narrow view_as unflatten flatten
-lift_fresh
-""".split())
+from judge.worker.triton_watch import ALLOWED_OPS, op_name
+
 MAX_ERROR_CHARS = 4000
-
-
-def op_name(func) -> str:
-    """`aten.add.Tensor` -> `add`"""
-    return str(getattr(func, "__name__", func)).split(".")[0]
 
 
 def main(job_dir: Path) -> int:

@@ -134,9 +134,13 @@ Graphs = dict[str, dict[str, GraphTiming]]  # workload → baseline name → rep
 
 # -- pure parts ------------------------------------------------------------------------------------
 def pick_answers(files: Sequence[Path], all_answers: bool) -> list[Path]:
-    """The model answers to measure: all of them in name order, or only the last (the fastest)."""
+    """The model answers to measure: all of them in name order, or only the last (the fastest) of
+    each language."""
     ordered = sorted(files, key=lambda f: f.name)
-    return ordered if all_answers else ordered[-1:]
+    if all_answers:
+        return ordered
+    last = {f.suffix: f for f in ordered}
+    return sorted(last.values(), key=lambda f: f.name)
 
 
 def submit_from_stdout(stdout: str, returncode: int, subprocess_s: float, stderr: str = "") -> Submit:
@@ -594,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     plan = []
     for p in problems:
-        answers = pick_answers(toolchain.gpu_solutions_in(paths.solutions_dir(p.root)), a.all_answers)
+        answers = pick_answers(toolchain.solutions_in(paths.solutions_dir(p.root)), a.all_answers)
         if not answers or not p.spec.benchmarks:
             log(f"{p.name}: skipped ({'no model answer' if not answers else 'no benchmark shape'})")
             continue

@@ -220,12 +220,12 @@ def test_discover_unreadable(tmp_path):
     assert done.report.status is Status.REJECTED and "cannot read" in done.report.message
 
 
-def test_references_take_the_last_model_answer():
+def test_references_take_the_last_model_answer_of_each_language():
     root = Path(__file__).resolve().parents[2] / "reference_solutions"
     subs = leaderboard.references(root, ["hgemm", "vector_add", "nope"], ["hgemm", "vector_add"])
     assert [(s.participant, s.problem, s.path.name) for s in subs] == \
-        [("reference", "hgemm", sorted((root / "hgemm").glob("*.cu"))[-1].name),
-         ("reference", "vector_add", sorted((root / "vector_add").glob("*.cu"))[-1].name)]
+        [("reference", problem, sorted((root / problem).glob(f"*.{ext}"))[-1].name)
+         for problem in ("hgemm", "vector_add") for ext in ("cu", "py")]
 
 
 # -- the parallel runner ------------------------------------------------------------------------
@@ -369,7 +369,7 @@ def test_cli_run_resume_and_show(tmp_path, fake_gpus):
     # resume: nothing changed → nothing judged; one file changed → only it
     r = lb("run", str(subs), "--db", db, "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["judged"] == [] and len(json.loads(r.stdout)["skipped"]) == 5
+    assert json.loads(r.stdout)["judged"] == [] and len(json.loads(r.stdout)["skipped"]) == 6
     (subs / "bob" / "vector_add.cu").write_text("ok 3")
     r = lb("run", str(subs), "--db", db, "--json")
     assert [(j["participant"], j["status"]) for j in json.loads(r.stdout)["judged"]] == [("bob", "ACCEPTED")]

@@ -30,6 +30,7 @@ class FooToolchain:
     name = "foo"
     suffixes: tuple[str, ...] = (".foo",)
     comment = "#"
+    worker = "native"
 
     def __init__(self):
         self.prepared: list[Path] = []
@@ -157,13 +158,14 @@ def test_every_problems_triton_starter_passes_the_policy_and_the_abi(name, tmp_p
     assert abi.py_prototype(p.params) in src.read_text()
 
 
-def test_triton_on_the_gpu_says_it_is_not_built_yet_after_its_checks(vector_add, tmp_path):
+def test_triton_prepare_hands_the_worker_the_text_it_checked(vector_add, tmp_path):
     src = tmp_path / "x.py"
     src.write_text(TRITON.starter(vector_add))
-    assert toolchain.prepare(vector_add, src, "sm_90a").ok  # `judge check`: the policy and the ABI pass
-    events = list(evaluate(vector_add, src, Options(mode="test")))
+    prepared = toolchain.prepare(vector_add, src, "sm_90a")  # `judge check`: the policy and the ABI pass
+    assert prepared.ok and prepared.load == {"module": str(src.resolve()), "source": TRITON.starter(vector_add)}
+    events = list(evaluate(vector_add, src, Options(mode="test")))  # this machine has no GPU: after the checks
     report = events[-1].report
-    assert report.status is Status.INTERNAL_ERROR and "--cpu" in report.message
+    assert report.status is Status.INTERNAL_ERROR and "no CUDA device" in report.message
     src.write_text("import os\n" + TRITON.starter(vector_add))
     assert toolchain.prepare(vector_add, src, "sm_90a").status is Status.REJECTED
     src.write_text("def solve(A, B, C, m):\n    pass\n")

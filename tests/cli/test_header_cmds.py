@@ -73,7 +73,7 @@ class FakeWatch:
 
     made: list[FakeWatch] = []
 
-    def __init__(self, problem, opts, timed=True, submit=False):
+    def __init__(self, problem, opts, timed=True, submit=False, triton=False):
         self.problem, self.timed, self.submit = problem, timed, submit
         FakeWatch.made.append(self)
 

@@ -173,7 +173,7 @@ def interleaved(monkeypatch, workers, solvers=None, problem=None):
     p = problem or small_vector_add()
     result = Comparison(problem=p.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
     policy = TimingPolicy(min_samples=5, warmup_ms=0.0, batch_s=0.00001, budget_s=10, min_time_s=0.0, rest=0.0)
-    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
+    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}, "language": "cuda"})() for n in "ab"]
     monkeypatch.setattr(device, "gpus", lambda: [GPU])
     s = pair_session(p, workers, solvers, policy=policy)
     list(comparing.time_pair(s, built, result))

@@ -276,7 +276,7 @@ def compare_run(monkeypatch, vector_add, a, b, solvers=None, policy=QUICK):
     monkeypatch.setattr(device, "gpus", lambda: [GPU])
     problem = with_benchmarks(vector_add, {"n": 1000}, {"n": 4099})
     result = Comparison(problem=problem.name, a="a.cu", b="b.cu", status=Status.INTERNAL_ERROR)
-    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}})() for n in "ab"]
+    built = [type("B", (), {"load": {"lib": f"/x/{n}.so"}, "language": "cuda"})() for n in "ab"]
     list(comparing.time_pair(pair_session(problem, [a, b], solvers, policy=policy), built, result))
     return result
 
@@ -432,7 +432,7 @@ def restartable(vector_add, spares, **opts):
     s.candidate = FakeWorker(0.002, on=CpuSolver(s))
     spawned, pool = [], iter(spares)
 
-    def spawn(role, torch=False, label=""):
+    def spawn(role, torch=False, label="", triton=None):
         spawned.append((role, torch, label))
         w = next(pool)
         w.role, w.label = role, label

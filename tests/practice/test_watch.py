@@ -219,7 +219,7 @@ class FakeSession:
     statuses: list[Status] = []
     made: list[FakeSession] = []
 
-    def __init__(self, problem, opts, timed=True, submit=False):
+    def __init__(self, problem, opts, timed=True, submit=False, triton=False):
         self.problem, self.opts, self.timed, self.submit = problem, opts, timed, submit
         self.runs, self.closed = 0, False
         FakeSession.made.append(self)

@@ -208,7 +208,7 @@ def test_the_worker_joins_its_group_before_its_program_starts(tmp_path, monkeypa
     script.write_text(f"#!{os.sys.executable}\nimport sys\nprint(open('/proc/self/cgroup').read(), flush=True)\n"
                       "sys.stdin.read()\n")
     script.chmod(0o755)
-    monkeypatch.setattr(client, "command", lambda torch=False: [str(script)])
+    monkeypatch.setattr(client, "command", lambda torch=False, triton=False: [str(script)])
     w = client.WorkerProcess(device=0, role="candidate")
     try:
         assert w.group is not None
@@ -234,7 +234,7 @@ def test_a_worker_that_cannot_join_its_group_starts_without_one_and_the_group_is
     script = tmp_path / "w.py"
     script.write_text(f"#!{os.sys.executable}\nimport sys\nsys.stdin.read()\n")
     script.chmod(0o755)
-    monkeypatch.setattr(client, "command", lambda torch=False: [str(script)])
+    monkeypatch.setattr(client, "command", lambda torch=False, triton=False: [str(script)])
     made: list[cgroup.Group] = []
     make = cgroup.make
     monkeypatch.setattr(cgroup, "make", lambda *a, **k: made.append(make(*a, **k)) or made[-1])

@@ -312,16 +312,18 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     out = tmp_path / "raw.json"
     assert ft.main(["--problems", "vector_add", "--runs", "3", "--json", str(out)]) == 0
     shapes = [spec.workload_id(w) for w in spec.load_problem(PROBLEMS_DIR / "vector_add").spec.benchmarks]
-    assert calls["submit"] == 3 and calls["profile"] == list(range(len(shapes)))  # one profile per shape
+    # the last model answer of each language (02_float4.cu, triton_01_blocked.py), 3 runs each
+    assert calls["submit"] == 6 and calls["profile"] == 2 * list(range(len(shapes)))  # one profile per shape
     text = capsys.readouterr().out
     rows = [ln for ln in text.splitlines() if ln.startswith("| vector_add")]
-    assert [_cells(r)[2].strip() for r in rows] == shapes
-    assert "02_float4.cu" in rows[0] and "FAIL" not in text and "NVIDIA H100" in text
+    assert [_cells(r)[2].strip() for r in rows] == 2 * shapes
+    assert "02_float4.cu" in rows[0] and "triton_01_blocked.py" in rows[-1]
+    assert "FAIL" not in text and "NVIDIA H100" in text
     raw = json.loads(out.read_text())
     assert raw["header"]["torch_start_s"] == 4.0
     assert [s["medians"][shapes[0]] for s in raw["answers"][0]["submits"]] == [1.001, 1.002, 1.003]
     assert raw["graphs"]["vector_add"][shapes[0]]["torch.add"]["times_ms"] == [1.5] * 100
-    assert [r["shape"] for r in raw["rows"]] == shapes
+    assert [r["shape"] for r in raw["rows"]] == 2 * shapes
 
 
 def test_main_exits_1_when_a_target_is_missed(monkeypatch, capsys):

@@ -43,7 +43,7 @@ def fake_worker(tmp_path):
         script.write_text(HEADER + PRELUDE + textwrap.dedent(body))
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(local, "command", lambda torch=False: [str(script)])
+            mp.setattr(local, "command", lambda torch=False, triton=False: [str(script)])
             w = WorkerProcess(device=0, role=role, torch=torch)
         made.append(w)
         return w

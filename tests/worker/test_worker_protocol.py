@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from judge.engine import stats, timing
 from judge.worker import protocol
 
@@ -18,8 +20,16 @@ def test_the_worker_imports_neither_torch_nor_pydantic():
 def test_every_command_is_a_method_of_the_worker():
     from judge.worker.main import Worker
 
-    assert protocol.OPS == {"init", "map", "unmap", "call", "prepare", "time_batch", "exit"}
-    assert all(callable(getattr(Worker, op, None)) for op in protocol.OPS - {"exit"})
+    assert protocol.OPS == {"init", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine", "exit"}
+    assert all(callable(getattr(Worker, op, None)) for op in protocol.OPS - protocol.TRITON_OPS - {"exit"})
+    assert not any(hasattr(Worker, op) for op in protocol.TRITON_OPS)  # a baseline's worker refuses them
+
+
+def test_the_triton_worker_adds_warm_and_confine():
+    pytest.importorskip("triton")
+    from judge.worker.triton_gpu import TritonWorker
+
+    assert all(callable(getattr(TritonWorker, op, None)) for op in protocol.OPS - {"exit"})
 
 
 def test_the_batch_limit_is_the_parents_too():

@@ -1,0 +1,122 @@
+"""What a Triton submission's solve() does, watched from inside its worker (judge/worker/triton_gpu.py).
+
+`Watch.install()` wraps three methods of Triton's runtime, before any of the submission's code
+runs (its AST policy, judge/build/pypolicy.py, keeps it from reaching them or this module):
+
+- `JITFunction.run`: every kernel launch is counted, and while one is under way the torch
+  operations Triton's launcher makes are not the submission's;
+- `JITFunction._do_compile`: every compilation is counted and timed; once `lock()` was called (the
+  warm-up is over), a compilation is refused (`Refused`): the kernels must all compile in the
+  warm-up, so that a solve() that compiles a new kernel per call (to dodge the warm-up, or to carry
+  state in constexprs) is stopped;
+- `Autotuner._bench`: every configuration benchmarked is counted; after `lock()` re-tuning is
+  refused too (the warm-up tuned every benchmark shape, so a new key means solve() varies what
+  the key depends on between calls).
+
+`call(fn)` runs fn() under a TorchDispatchMode that records every torch operation outside a
+kernel launch that is not in `ALLOWED_OPS` (allocating, viewing, filling): a solve() whose
+outputs come from torch compute (torch.matmul for hgemm, an `add`, a `copy_`) is refused with
+the operations named, and so is one that launched no Triton kernel.
+
+Everything here runs in the process the submission owns: what it reports is a claim the judge
+trusts only as far as the AST policy keeps the submission's code away from it (docs/security.md).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+# torch operations a solve() may call itself: allocating, viewing and filling (scratch, zeroed
+# outputs). Anything else (add, copy_, clone, to, matmul, ...) is compute done outside Triton.
+ALLOWED_OPS = frozenset("""
+empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros full full_like
+new_full ones ones_like new_ones zero_ fill_ view _unsafe_view reshape as_strided alias detach t
+transpose permute expand slice select unsqueeze squeeze split unbind narrow view_as unflatten flatten
+lift_fresh
+""".split())
+
+
+class Refused(Exception):
+    """What a solve() did that the judge refuses (the worker's error of kind "policy": REJECTED)."""
+
+
+def op_name(func: Any) -> str:
+    """`aten.add.Tensor` -> `add`"""
+    return str(getattr(func, "__name__", func)).split(".")[0]
+
+
+class Watch:
+    def __init__(self) -> None:
+        self.depth = 0  # launches under way (a launch inside the autotuner's is nested)
+        self.launches = 0
+        self.ops: list[str] = []
+        self.compiled = 0
+        self.compile_s = 0.0
+        self.configs = 0
+        self.locked = False
+        self.mode: Any = None
+
+    def install(self) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from triton.runtime import autotuner, jit
+
+        watch = self
+        run, compile_, bench = jit.JITFunction.run, jit.JITFunction._do_compile, autotuner.Autotuner._bench
+
+        def counted_run(fn, *args, **kwargs):
+            if not kwargs.get("warmup"):
+                watch.launches += 1
+            watch.depth += 1
+            try:
+                return run(fn, *args, **kwargs)
+            finally:
+                watch.depth -= 1
+
+        def timed_compile(fn, *args, **kwargs):
+            if watch.locked:
+                raise Refused(f"solve() compiled a Triton kernel ({getattr(fn, '__name__', '?')}) after the "
+                              "warm-up: every kernel must compile in the warm-up, on the problem's shapes "
+                              "(a kernel compiled per call is refused)")
+            t0 = time.perf_counter()
+            try:
+                return compile_(fn, *args, **kwargs)
+            finally:
+                watch.compiled += 1
+                watch.compile_s += time.perf_counter() - t0
+
+        def counted_bench(tuner, *args, **kwargs):
+            if watch.locked:
+                raise Refused("solve() autotuned after the warm-up: the autotuner met a key it had not tuned "
+                              "on the problem's shapes (its key must depend on the shapes only)")
+            watch.configs += 1
+            return bench(tuner, *args, **kwargs)
+
+        class Record(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if watch.depth == 0:
+                    name = op_name(func)
+                    if name not in ALLOWED_OPS and name not in watch.ops:
+                        watch.ops.append(name)
+                return func(*args, **(kwargs or {}))
+
+        jit.JITFunction.run = counted_run
+        jit.JITFunction._do_compile = timed_compile
+        autotuner.Autotuner._bench = counted_bench
+        self.mode = Record
+
+    def lock(self) -> None:
+        self.locked = True
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """fn() (a solve() call), recorded; Refused if it computed with torch or launched nothing."""
+        import torch
+
+        self.launches, self.ops = 0, []
+        with self.mode(), torch.no_grad():
+            fn()
+        if self.ops:
+            raise Refused(f"solve() computed with torch outside Triton kernels ({', '.join(self.ops)}): the work "
+                          "must be done by kernels it launches; torch may only allocate, view and fill tensors")
+        if not self.launches:
+            raise Refused("solve() launched no Triton kernel")
