@@ -1,17 +1,21 @@
 """The Triton model answers (`reference_solutions/*/*.py`) pass `judge test --cpu`: Triton's
 interpreter in the sandboxed child, on every test workload small enough for it
-(judge/engine/cpu_check.py). They are not judged on the GPU yet (judge/build/triton.py), so this is
-where they are checked. Needs Triton (skipped without it, except where JUDGE_REQUIRE_TRITON=1: CI)."""
+(judge/engine/cpu_check.py), and the known-wrong Triton controls (`problems/*/wrong/*.py`) get their
+declared status there too. On the GPU `judge verify` judges both. Needs Triton (skipped without it,
+except where JUDGE_REQUIRE_TRITON=1: CI)."""
 from __future__ import annotations
 
 import pytest
 from conftest import PROBLEMS_DIR, ROOT
 
 from judge.build import header
+from judge.contract.verdict import Status
 from judge.engine import cpu_check
+from judge.practice.verify import expected_status
 from judge.problem import spec
 
 ANSWERS = sorted((ROOT / "reference_solutions").glob("*/*.py"))
+CONTROLS = sorted(PROBLEMS_DIR.glob("*/wrong/*.py"))
 
 
 pytestmark = pytest.mark.usefixtures("triton_installed")  # tests/conftest.py
@@ -28,3 +32,15 @@ def test_every_triton_answer_passes_on_cpu(path):
     r = cpu_check.run(spec.load_problem(PROBLEMS_DIR / path.parent.name), path)
     assert r.status is None, r.message
     assert len(r.cases) >= 5 and all(c.launches and not c.ops for c in r.cases)
+
+
+def test_the_triton_answers_have_known_wrong_controls():
+    assert {p.parents[1].name for p in CONTROLS} >= {p.parent.name for p in ANSWERS}
+
+
+@pytest.mark.parametrize("path", CONTROLS, ids=[f"{p.parents[1].name}/{p.name}" for p in CONTROLS])
+def test_every_triton_control_gets_its_status_on_cpu(path):
+    status, _ = expected_status(path)
+    assert status is Status.WRONG_ANSWER  # what the interpreter can show; a GPU-only status is verify's
+    r = cpu_check.run(spec.load_problem(PROBLEMS_DIR / path.parents[1].name), path)
+    assert r.status is status, r.message
