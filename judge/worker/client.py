@@ -336,6 +336,10 @@ class WorkerProcess:
                 how += f" (its output passed the {LOG_LIMIT_BYTES >> 20} MiB cap)"
             elif name == "SIGSYS" and (refusal := seccomp.describe_refusal(self.log_tail())):
                 how += f": {refusal}"  # the worker's SIGSYS handler logged the call's number
+            elif name == "SIGSYS" and self.triton:  # Python has no handler that could name the call
+                how += (": the sandbox refused a system call solve() made after the warm-up (compiling, "
+                        "starting a process, writing a file, or torch compute whose CUDA code loads on "
+                        "first use, are all refused there)")
         else:
             how = f"the worker exited with status {code}"
         if self.group is not None and (refused := self.group.refused_tasks()):
