@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import control_files, declares_compile_error, nvcc_test
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, control_files, declares_compile_error, nvcc_test
 from rich.console import Console
 from toy_problem import VALID, write_problem
 from typer.testing import CliRunner
@@ -50,7 +50,8 @@ def test_build_only_builds_every_control():
     names = ["vector_add"]
     r = runner.invoke(app, ["verify", *names, "--build-only", "--json", "--arch", "sm_90a"])
     rows = json.loads(r.stdout)
-    files = [f for n in names for f in control_files(n)]
+    files = [f for n in names for f in control_files(n)]  # the .cu ones (what nvcc builds), and Triton's:
+    files += [f for n in names for d in (SOLUTIONS_DIR / n, PROBLEMS_DIR / n / "wrong") for f in d.glob("*.py")]
     assert sorted(row["file"] for row in rows) == sorted(str(f) for f in files)
     for row in rows:
         if declares_compile_error(Path(row["file"])):
