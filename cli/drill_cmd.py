@@ -13,9 +13,10 @@ from rich.rule import Rule
 from rich.table import Table
 
 from judge import paths
+from judge.build import toolchain
 from judge.practice import drill as dr
 from judge.practice import solutions as sol
-from judge.problem import spec
+from judge.problem import abi, spec
 from judge.problem.spec import LEVELS
 
 from . import render
@@ -89,6 +90,8 @@ def drill(ctx: typer.Context,
           output: Optional[Path] = typer.Option(None, "-o", "--output", help="The folder to write the starter "
                                                 "files into (default: this one; created if missing)."),
           dir_alias: Optional[Path] = typer.Option(None, "--dir", hidden=True),  # the old name of --output
+          lang: str = typer.Option(toolchain.DEFAULT, "--lang", help="The starters' language: "
+                                   f"{', '.join(toolchain.REGISTRY)} (as `judge init --lang`)."),
           as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt) -> None:
     """Start a drill: pick a problem you have not solved, write its starter, show it, start the clock."""
     if ctx.invoked_subcommand is not None:
@@ -97,18 +100,28 @@ def drill(ctx: typer.Context,
         folder = alias(output, dir_alias, "--output", "--dir") or Path(".")
         if folder.exists() and not folder.is_dir():
             raise Usage(f"--output {folder} is not a folder")
+        try:
+            language = toolchain.for_name(lang)  # before the drill starts: a typo starts no clock
+        except toolchain.UnknownLanguage as e:
+            raise Usage(str(e)) from None
         problems = _problems()
         with _store(db) as store:
             solved = {n for n, p in store.progress().items() if p.solved}
             chosen = dr.pick(list(problems.values()), solved, level, tag, set_spec, seed)
             d = dr.start(store, chosen, now(), minutes)
-        files = dr.write_starters(chosen, folder)
+        files = dr.write_starters(chosen, folder, language.name)
+        triton = language.worker == "triton"
+
+        def prototype(p: spec.Problem) -> str:  # the starter's: C's, or solve()'s Python signature
+            return abi.py_prototype(p.params) if triton else p.prototype()
+
         if as_json:
-            print(json.dumps({"drill": _drill_json(d), "store": str(store.path), "problems": [
-                {"name": p.name, "level": p.spec.level, "title": p.spec.title, "prototype": p.prototype(),
-                 "statement": p.statement_path.read_text() if p.statement_path.exists() else None,
-                 "hints": len(p.spec.hints), "starter": str(f), "starter_written": written}
-                for p, (f, written) in zip(chosen, files)]}, indent=2))
+            rows = [{"name": p.name, "level": p.spec.level, "title": p.spec.title, "prototype": prototype(p),
+                     "statement": p.statement_path.read_text() if p.statement_path.exists() else None,
+                     "hints": len(p.spec.hints), "starter": str(f), "starter_written": written}
+                    for p, (f, written) in zip(chosen, files)]
+            print(json.dumps({"drill": _drill_json(d), "store": str(store.path), "language": language.name,
+                              "problems": rows}, indent=2))
             return
         for p, (f, written) in zip(chosen, files):
             out.print(Rule(f"{p.name} ({p.spec.level})"))
@@ -116,9 +129,10 @@ def drill(ctx: typer.Context,
                 render.statement(out, p.statement_path.read_text())
             else:
                 out.print(escape(p.spec.title))
-            out.print(f"\n[bold]prototype[/] {escape(p.prototype())};")
+            out.print(f"\n[bold]prototype[/] {escape(prototype(p))}" + ("" if triton else ";"))
+            cpu = f" (without a GPU: judge test {escape(str(f))} --cpu)" if triton else ""
             out.print(("wrote " if written else "kept ") + escape(str(f)) + ("" if written else " (it exists)")
-                      + f"; judge it with: judge submit {p.name} {escape(str(f))}")
+                      + f"; judge it with: judge submit {p.name} {escape(str(f))}{cpu}")
         out.print(Rule())
         out.print(f"[bold]drill {d.id}[/] started: {d.minutes:g} min, until {d.deadline:%H:%M} UTC "
                   f"({', '.join(d.problems)}). judge hint · judge drill status · judge drill end")

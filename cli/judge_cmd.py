@@ -198,9 +198,12 @@ def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=
             if prepared.build is not None:
                 render.build_summary(out, prepared.build)
             if prepared.ok:
-                cpu = " (on CPU: add --cpu)" if toolchain.for_source(src).worker == "triton" else ""
-                out.print("[bold green]OK[/]: it builds and passes the static policy (nothing was run: "
-                          f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU{cpu})")
+                how = f"judge test {escape(problem_arg(p))} {escape(str(src))} checks it on a GPU"
+                if toolchain.for_source(src).worker == "triton":  # nothing to build: Triton compiles at launch
+                    out.print("[bold green]OK[/]: its solve() takes the problem's parameters and it passes the "
+                              f"static policy (nothing was compiled or run: {how}, or on CPU with --cpu)")
+                else:
+                    out.print(f"[bold green]OK[/]: it builds and passes the static policy (nothing was run: {how})")
             else:
                 out.print(f"[bold red]{status}[/] {escape(p.name)} · {escape(str(src))}")
                 out.print(escape(prepared.message), highlight=False)

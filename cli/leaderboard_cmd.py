@@ -84,15 +84,17 @@ def make_judge(subs: list[Submission], problems: Path, gpu_kind: str, gpu: GpuIn
 
 
 @app.command("run")
-def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<participant>/<problem>.cu"),
+def run_cmd(submissions: Path = typer.Argument(..., help="SUBMISSIONS_DIR/<participant>/<problem>.cu (or .py: "
+                                                "Triton)"),
             as_json: bool = JsonOpt, debug: bool = DebugOpt, db: Optional[Path] = DbOpt,
             devices: Optional[str] = typer.Option(None, "--device", help="GPU indices to use, e.g. 0 or 0,1 "
                                                   "(default: every GPU here)."),
             devices_alias: Optional[str] = typer.Option(None, "--devices", hidden=True),  # the old name of --device
             gpus: Optional[int] = typer.Option(None, "--gpus", hidden=True, help="The first N GPUs (old; --device)."),
             references: bool = typer.Option(True, "--references/--no-references",
-                                            help="Also judge the repository's fastest model answer of each "
-                                            "problem that has submissions, as participant `reference`."),
+                                            help="Also judge the repository's fastest model answer in each "
+                                            "language of each problem that has submissions, as participant "
+                                            "`reference` (CUDA) and `reference-triton`."),
             fail_on: Optional[List[FailOn]] = typer.Option(None, "--fail-on", help="Exit 1 when: `wrong` (a submission "
                                                            "judged in this run is not ACCEPTED) or `regression` (a "
                                                            "result is slower than its previous one, intervals apart). "
@@ -229,7 +231,7 @@ def show_cmd(problem: Optional[str] = typer.Option(None, "--problem", help="Only
 
 
 def _tables(boards) -> None:
-    from judge.board.render import OVERALL_RULE, baseline_name, first_line, interval, times
+    from judge.board.render import OVERALL_RULE, baseline_name, first_line, interval, language_text, times
 
     if not boards:
         out.print("No leaderboard results yet (run `judge leaderboard run SUBMISSIONS_DIR`).")
@@ -243,12 +245,14 @@ def _tables(boards) -> None:
         out.print(t)
         for pb in kb.problems:
             t = Table(title=f"{pb.problem} · {kb.gpu_kind}")
-            for col in ("rank", "participant", f"speedup over {baseline_name(pb)}", "95% interval", "file", "status"):
+            for col in ("rank", "participant", "language", f"speedup over {baseline_name(pb)}", "95% interval", "file",
+                        "status"):
                 t.add_column(col)
             for r in pb.ranking:
-                t.add_row(r.rank_text, escape(r.participant), times(r.score.point), interval(r.score),
-                          escape(Path(r.report.solution).name), "ACCEPTED")
+                t.add_row(r.rank_text, escape(r.participant), language_text(r.report), times(r.score.point),
+                          interval(r.score), escape(Path(r.report.solution).name), "ACCEPTED")
             for u in pb.unranked:
-                t.add_row("–", escape(u.participant), "", "", escape(Path(u.report.solution).name),
+                t.add_row("–", escape(u.participant), language_text(u.report), "", "",
+                          escape(Path(u.report.solution).name),
                           f"{u.report.status.value}: {escape(first_line(u.report.message, 80))}")
             out.print(t)

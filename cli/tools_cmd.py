@@ -48,7 +48,8 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             kernel: Optional[str] = typer.Option(None, help="Profile only kernels whose name matches this regex."),
             timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
     """Nsight Compute on one benchmark shape: time, DRAM and SM throughput, tensor pipe, occupancy,
-    bank conflicts, registers and spills per kernel, plus the SASS summary of the build."""
+    bank conflicts, registers and spills per kernel, plus the SASS summary of the build. A .cu file
+    only (a Triton .py is not profiled yet)."""
     from judge.build import nvcc as build
     from judge.gpu import device as gpu_info
     from judge.runner import profile as prof
@@ -61,7 +62,7 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
         try:
             result = prof.run(p, src, shape=shape, arch=arch, device=device, calls=calls,
                               kernel_regex=kernel, timeout_s=timeout)
-        except prof.ShapeError as e:
+        except (prof.ShapeError, prof.Unsupported) as e:
             raise Usage(str(e)) from None
         except prof.NcuMissing:
             fail(as_json, EXIT_NOT_YOUR_CODE, f"INTERNAL_ERROR: {prof.NCU_MISSING}")
@@ -136,8 +137,9 @@ def _c(v: float | None) -> str:
 def compare_(problem: str = typer.Argument(..., metavar="PROBLEM", show_default=False,
                                           help="Problem name or folder. Or leave it out (judge compare A B) "
                                           "when the files' first lines name it: `// judge: PROBLEM`."),
-             a: Path = typer.Argument(..., metavar="A", show_default=False, help="Solution A (.cu)."),
-             b: Optional[Path] = typer.Argument(None, metavar="B", show_default=False, help="Solution B (.cu)."),
+             a: Path = typer.Argument(..., metavar="A", show_default=False, help="Solution A (.cu or .py)."),
+             b: Optional[Path] = typer.Argument(None, metavar="B", show_default=False,
+                                                help="Solution B (.cu or .py)."),
              as_json: bool = JsonOpt, debug: bool = DebugOpt,
              device: int = DeviceOpt,
              arch: Optional[str] = ArchOpt,
@@ -227,7 +229,8 @@ def _show_comparison(r) -> None:
 @app.command()
 def watch(problem: str = ProblemArg,
           solution: Optional[Path] = typer.Argument(None, metavar="SOLUTION", show_default=False,
-                                                    help="Your .cu file (judged now and on every save)."),
+                                                    help="Your .cu or .py file (judged now and on every "
+                                                    "save)."),
           as_json: bool = JsonOpt, debug: bool = DebugOpt,
           device: int = DeviceOpt,
           arch: Optional[str] = ArchOpt,
@@ -249,6 +252,7 @@ def watch(problem: str = ProblemArg,
     the real one). Tests, then a short timing; Ctrl-C stops."""
     import time
 
+    from judge.build import toolchain
     from judge.engine.run import Options
     from judge.engine.stats import TimingPolicy
     from judge.practice import watch as watching
@@ -260,7 +264,8 @@ def watch(problem: str = ProblemArg,
         policy = TimingPolicy(budget_s=budget) if submit else watching.practice_policy(budget)
         opts = Options(device=device, arch=arch, policy=policy,
                        baseline_policy=TimingPolicy(budget_s=budget).for_baseline())
-        session = watching.WatchSession(p, opts, timed=timed, submit=submit, triton=src.suffix == ".py")
+        session = watching.WatchSession(p, opts, timed=timed, submit=submit,
+                                        triton=toolchain.for_source(src).worker == "triton")
         detector = watching.ChangeDetector(src)
         status = out.status("starting the judge", spinner="dots") if not as_json and out.is_terminal else None
 
@@ -331,6 +336,8 @@ def _show_run(n: int, judged, as_json: bool) -> None:
     done = f" · done in {judged.total_s:.2f} s" if judged.total_s - judged.verdict_s >= 0.01 else ""
     out.print(f"run {n} · {datetime.now():%H:%M:%S} · [{style}]{r.status.value}[/] · verdict in "
               f"{judged.verdict_s:.2f} s{done}")
+    for w in r.warm_up:  # a Triton file's warm-up: what Triton compiled and tuned (not timed)
+        out.print("  " + render.warm_up_line(w), highlight=False)
     for b in r.benchmarks:
         s = b.stats
         speed = f"  {b.speedup:.2f}× {escape(b.baselines[0].name)}" if b.speedup else ""

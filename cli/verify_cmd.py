@@ -1,4 +1,5 @@
-"""`judge verify`: every problem tests itself (reference solutions ACCEPTED, wrong/*.cu as declared)."""
+"""`judge verify`: every problem tests itself (reference solutions ACCEPTED, wrong/*.cu and wrong/*.py
+as declared)."""
 from __future__ import annotations
 
 import json

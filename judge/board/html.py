@@ -14,7 +14,7 @@ from pathlib import Path
 from statistics import median
 
 from judge.board.rank import KindBoard, ProblemBoard
-from judge.board.render import OVERALL_RULE, baseline_name, first_line, interval, times
+from judge.board.render import OVERALL_RULE, baseline_name, first_line, interval, language_text, times
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 BASELINE_COLOUR = "#7f7f7f"
@@ -136,10 +136,11 @@ def chart(pb: ProblemBoard) -> str:
 def _problem(pb: ProblemBoard, kind: str) -> str:
     h = [f'<section class="problem" id="{escape(pb.problem)}"><h3>{escape(pb.problem)} · {escape(kind)}</h3>']
     if pb.ranking:
-        h.append(f'<table><tr><th class="num">rank</th><th>participant</th><th class="num">speedup over '
-                 f'{escape(baseline_name(pb))}</th><th>95% interval</th><th>file</th><th>judged</th></tr>')
+        h.append(f'<table><tr><th class="num">rank</th><th>participant</th><th>language</th><th class="num">'
+                 f'speedup over {escape(baseline_name(pb))}</th><th>95% interval</th><th>file</th><th>judged</th></tr>')
         h += [f'<tr><td class="num">{r.rank_text}</td><td>{escape(r.participant)}</td>'
-              f'<td class="num">{times(r.score.point)}</td><td>{interval(r.score)}</td>'
+              f'<td>{escape(language_text(r.report))}</td><td class="num">{times(r.score.point)}</td>'
+              f'<td>{interval(r.score)}</td>'
               f'<td>{escape(Path(r.report.solution).name)}</td><td>{escape(r.report.started_at)}</td></tr>'
               for r in pb.ranking]
         h.append("</table>")
@@ -155,8 +156,10 @@ def _problem(pb: ProblemBoard, kind: str) -> str:
               for r in pb.ranking for b in r.report.benchmarks]
         h.append("</table></details>")
     if pb.unranked:
-        h.append('<p>Not ranked:</p><table><tr><th>participant</th><th>status</th><th>message</th><th>file</th></tr>')
-        h += [f'<tr><td>{escape(u.participant)}</td><td class="status">{u.report.status.value}</td>'
+        h.append('<p>Not ranked:</p><table><tr><th>participant</th><th>language</th><th>status</th><th>message</th>'
+                 '<th>file</th></tr>')
+        h += [f'<tr><td>{escape(u.participant)}</td><td>{escape(language_text(u.report))}</td>'
+              f'<td class="status">{u.report.status.value}</td>'
               f'<td class="msg">{escape(first_line(u.report.message) or "(ACCEPTED, not timed)")}</td>'
               f'<td>{escape(Path(u.report.solution).name)}</td></tr>' for u in pb.unranked]
         h.append("</table>")

@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.board.rank import KindBoard, ProblemBoard, Score
+from judge.build import toolchain
+from judge.contract.report import Report
 
 OVERALL_RULE = ("Overall: ranked by the number of problems solved (latest result ACCEPTED and timed), "
                 "then by the geomean of the speedups over the baseline across those problems. "
@@ -18,6 +20,19 @@ def times(v: float) -> str:
 
 def interval(s: Score) -> str:
     return f"{times(s.low)[:-1]}–{times(s.high)}"
+
+
+def language(report: Report) -> str | None:
+    """The language of a result's file, by its suffix (judge/build/toolchain.py: `cuda`, `triton`);
+    None when no toolchain takes it (a problem folder with no file in it)."""
+    try:
+        return toolchain.for_source(Path(report.solution)).name
+    except toolchain.UnknownLanguage:
+        return None
+
+
+def language_text(report: Report) -> str:
+    return language(report) or "–"
 
 
 def first_line(message: str, limit: int = 100) -> str:
@@ -58,15 +73,17 @@ def markdown(boards: list[KindBoard]) -> str:
         for pb in kb.problems:
             lines += [f"## {_cell(pb.problem)} · {kind}", ""]
             if pb.ranking:
-                lines += [f"| rank | participant | speedup over {_cell(baseline_name(pb))} | 95% interval | file "
-                          "| judged |",
-                          "|---:|---|---:|---|---|---|"]
-                lines += [f"| {r.rank_text} | {_cell(r.participant)} | {times(r.score.point)} | {interval(r.score)} | "
+                lines += [f"| rank | participant | language | speedup over {_cell(baseline_name(pb))} | 95% interval "
+                          "| file | judged |",
+                          "|---:|---|---|---:|---|---|---|"]
+                lines += [f"| {r.rank_text} | {_cell(r.participant)} | {language_text(r.report)} | "
+                          f"{times(r.score.point)} | {interval(r.score)} | "
                           f"{_cell(Path(r.report.solution).name)} | {r.report.started_at} |" for r in pb.ranking]
                 lines.append("")
             if pb.unranked:
-                lines += ["Not ranked:", "", "| participant | status | message | file |", "|---|---|---|---|"]
-                lines += [f"| {_cell(u.participant)} | {u.report.status.value} | "
+                lines += ["Not ranked:", "", "| participant | language | status | message | file |",
+                          "|---|---|---|---|---|"]
+                lines += [f"| {_cell(u.participant)} | {language_text(u.report)} | {u.report.status.value} | "
                           f"{_cell(first_line(u.report.message) or '(ACCEPTED, not timed)')} | "
                           f"{_cell(Path(u.report.solution).name)} |" for u in pb.unranked]
                 lines.append("")
@@ -91,7 +108,8 @@ def to_json(boards: list[KindBoard]) -> dict[str, Any]:
                 "baseline": baseline_name(pb),
                 "ranking": [{
                     "rank": r.rank, "rank_text": r.rank_text, "tied": r.tied, "participant": r.participant,
-                    "speedup": _r(r.score.point), "ci_low": _r(r.score.low), "ci_high": _r(r.score.high),
+                    "language": language(r.report), "speedup": _r(r.score.point), "ci_low": _r(r.score.low),
+                    "ci_high": _r(r.score.high),
                     "file": r.report.solution, "sha256": r.report.source_sha256, "judged_at": r.report.started_at,
                     "shapes": [{"workload": b.workload, "median_ms": _r(b.stats.median_ms),
                                 "ci_low_ms": _r(b.stats.ci_low_ms), "ci_high_ms": _r(b.stats.ci_high_ms),
@@ -99,7 +117,8 @@ def to_json(boards: list[KindBoard]) -> dict[str, Any]:
                                 "speedup": _r(b.speedup), "tflops": _r(b.tflops), "gbps": _r(b.gbps),
                                 "floor_ms": _r(b.floor_ms), "roofline_pct": _r(b.roofline_pct)}
                                for b in r.report.benchmarks]} for r in pb.ranking],
-                "unranked": [{"participant": u.participant, "status": u.report.status.value,
+                "unranked": [{"participant": u.participant, "language": language(u.report),
+                              "status": u.report.status.value,
                               "message": first_line(u.report.message, 500), "file": u.report.solution,
                               "judged_at": u.report.started_at} for u in pb.unranked],
             } for pb in kb.problems],

@@ -51,8 +51,8 @@ class Unavailable(RunError):
 # -- what to judge --------------------------------------------------------------------------------
 
 def discover(folder: Path, problems: Sequence[str]) -> list[Submission]:
-    """The submissions of `folder` (SUBMISSIONS_DIR/<participant>/<problem>.cu); BadRequest when
-    the folder cannot be used at all."""
+    """The submissions of `folder` (SUBMISSIONS_DIR/<participant>/<problem>.cu, or `.py` for
+    Triton); BadRequest when the folder cannot be used at all."""
     try:
         return leaderboard.discover(folder, problems)
     except leaderboard.LeaderboardError as e:
@@ -60,7 +60,8 @@ def discover(folder: Path, problems: Sequence[str]) -> list[Submission]:
 
 
 def with_references(subs: list[Submission], solutions_root: Path, problems: Sequence[str]) -> list[Submission]:
-    """`subs` and the repository's fastest model answer of each problem they have, as `reference`."""
+    """`subs` and the repository's fastest model answer in each language of each problem they have,
+    as `reference` (CUDA) and `reference-triton` (submissions.reference_name)."""
     return subs + leaderboard.references(solutions_root, {s.problem for s in subs}, problems)
 
 

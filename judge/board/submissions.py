@@ -2,13 +2,16 @@
 and whose new result regressed. Ranking lives in `board_rank`, rendering in `board_render` and
 `board_html`, the parallel runner in `jobs`.
 
-A submissions folder holds one folder per participant:
+A submissions folder holds one folder per participant, with files of any language the judge
+takes (judge/build/toolchain.py: `.cu`, and `.py` for Triton):
 
-    SUBMISSIONS_DIR/<participant>/<problem>.cu
-    SUBMISSIONS_DIR/<participant>/<problem>/*.cu     (the last file by name counts, like
-                                                      reference_solutions/<problem>/)
+    SUBMISSIONS_DIR/<participant>/<problem>.cu       (or <problem>.py: one of them, never both)
+    SUBMISSIONS_DIR/<participant>/<problem>/*.cu     (the last file by name counts, whatever its
+                                                      language, like reference_solutions/<problem>/)
 
-The repository's model answers take part as the participant `reference`.
+The repository's model answers take part as the participant `reference` (CUDA) and, one
+participant per other language, `reference-triton` (`reference_name`): each language's fastest
+answer is ranked, and compared with its own previous result, on its own.
 """
 from __future__ import annotations
 
@@ -23,7 +26,21 @@ from judge.build import toolchain
 from judge.contract.report import Environment, Report
 from judge.contract.verdict import Status
 
-REFERENCE = "reference"  # the participant name of the repository's model answers
+REFERENCE = "reference"  # the participant name of the repository's model answers (CUDA's)
+
+
+def reference_name(language: str) -> str:
+    """The participant name of the repository's model answers in `language`: `reference` for the
+    default language (CUDA), `reference-<language>` for the others (`reference-triton`)."""
+    return REFERENCE if language == toolchain.DEFAULT else f"{REFERENCE}-{language}"
+
+
+RESERVED = frozenset(reference_name(language) for language in toolchain.REGISTRY)  # no participant's folder
+
+
+def _file_names(problem: str) -> str:
+    """`<problem>.cu or <problem>.py`: the names a participant's file for a problem may have."""
+    return " or ".join(f"{problem}{suffix}" for suffix in toolchain.suffixes())
 
 
 class LeaderboardError(Exception):
@@ -58,7 +75,7 @@ def _submission(participant: str, problem: str, path: Path, known: set[str],
                 error: str | None = None) -> Submission:
     sha, read_error = ("", None) if path.is_dir() else _sha256(path)
     if error is None and problem not in known:
-        error = (f"unknown problem {problem!r}: name the file <problem>.cu after one of "
+        error = (f"unknown problem {problem!r}: name the file {_file_names('<problem>')} after one of "
                  f"{', '.join(sorted(known)) or '(no problems)'}")
     return Submission(participant, problem, path, sha, error or read_error)
 
@@ -77,37 +94,46 @@ def discover(root: Path, known_problems: Iterable[str]) -> list[Submission]:
     known = set(known_problems)
     out: list[Submission] = []
     for person in sorted(p for p in root.iterdir() if p.is_dir() and _visible(p)):
-        if person.name == REFERENCE:
-            raise LeaderboardError(f"{person}: the participant name {REFERENCE!r} is reserved for the "
+        if person.name in RESERVED:
+            raise LeaderboardError(f"{person}: the participant name {person.name!r} is reserved for the "
                                    "repository's model answers; rename the folder")
-        files = {f.stem: f for f in toolchain.solutions_in(person) if _visible(f)}
+        files: dict[str, list[Path]] = {}
+        for f in toolchain.solutions_in(person):
+            if _visible(f):
+                files.setdefault(f.stem, []).append(f)
         folders = {d.name: d for d in person.iterdir() if d.is_dir() and _visible(d)}
         for problem in sorted(set(files) | set(folders)):
-            if problem in files and problem in folders:
-                out.append(_submission(person.name, problem, files[problem], known,
-                                       f"ambiguous: both {problem}.cu and {problem}/ exist; keep one"))
-            elif problem in files:
-                out.append(_submission(person.name, problem, files[problem], known))
+            found = files.get(problem, [])
+            if len(found) > 1:  # vector_add.cu and vector_add.py: which one counts is the participant's call
+                out.append(_submission(person.name, problem, found[-1], known,
+                                       f"ambiguous: both {' and '.join(f.name for f in found)} exist; keep one"))
+            elif found and problem in folders:
+                out.append(_submission(person.name, problem, found[0], known,
+                                       f"ambiguous: both {found[0].name} and {problem}/ exist; keep one"))
+            elif found:
+                out.append(_submission(person.name, problem, found[0], known))
             else:
-                cus = [f for f in toolchain.solutions_in(folders[problem]) if _visible(f)]
-                if cus:
-                    out.append(_submission(person.name, problem, cus[-1], known))
+                sources = [f for f in toolchain.solutions_in(folders[problem]) if _visible(f)]
+                if sources:
+                    out.append(_submission(person.name, problem, sources[-1], known))
                 else:
                     out.append(_submission(person.name, problem, folders[problem], known,
-                                           f"no .cu file in {folders[problem]}"))
+                                           f"no solution file ({', '.join(toolchain.suffixes())}) in "
+                                           f"{folders[problem]}"))
     return out
 
 
 def references(solutions_root: Path, problems: Iterable[str], known_problems: Iterable[str]) -> list[Submission]:
     """The repository's fastest model answer in each language (the last file by name: the ladder's
-    last step) for each of `problems`."""
+    last step) for each of `problems`, each language's as a participant of its own
+    (`reference_name`): ranked side by side, and never taken for the other's regression."""
     known = set(known_problems)
     out = []
     for problem in sorted(set(problems) & known):
         last: dict[str, Path] = {}
         for f in toolchain.solutions_in(Path(solutions_root, problem)):
             last[toolchain.for_source(f).name] = f
-        out += [_submission(REFERENCE, problem, f, known) for f in last.values()]
+        out += [_submission(reference_name(language), problem, f, known) for language, f in last.items()]
     return out
 
 

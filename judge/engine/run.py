@@ -123,6 +123,10 @@ def build_and_start(s: Session, source: Path, arch: str) -> Generator[Event, Non
     if prepared.status is not None:
         raise RunFailure(prepared.status, prepared.message)
     if not s.gpu:
+        if s.triton:  # nothing was built: the policy and the ABI passed; the interpreter needs no GPU
+            raise RunFailure(Status.INTERNAL_ERROR, "no CUDA device is available: the file passed the checks, "
+                             "but judging needs an NVIDIA GPU (run `judge doctor`; `judge test FILE.py --cpu` "
+                             "checks a Triton file on CPU)")
         raise RunFailure(Status.INTERNAL_ERROR, "no CUDA device is available: the build succeeded, "
                          "but judging needs an NVIDIA GPU (run `judge doctor`)")
     return prepared

@@ -131,12 +131,14 @@ def start(store: Store, problems: list[Problem], now: datetime, minutes: float |
     return Drill(drill_id, parse_time(stamp(now)), minutes, tuple(p.name for p in problems))
 
 
-def write_starters(problems: list[Problem], folder: Path) -> list[tuple[Path, bool]]:
-    """A `judge init` starter per problem in `folder`, never overwriting: (path, written) pairs."""
+def write_starters(problems: list[Problem], folder: Path, language: str = toolchain.DEFAULT) -> list[tuple[Path, bool]]:
+    """A `judge init` starter in `language` per problem in `folder`, never overwriting: (path,
+    written) pairs. An unknown language is toolchain.UnknownLanguage, before anything is written."""
+    toolchain.for_name(language)
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for p in problems:
-        target, text = toolchain.starter_file(p, folder)
+        target, text = toolchain.starter_file(p, folder, language)
         try:
             with open(target, "x") as f:
                 f.write(text)

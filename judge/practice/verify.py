@@ -1,5 +1,6 @@
-"""A problem folder tests itself: every reference solution must be ACCEPTED, every `wrong/*.cu`
-must get the status its first line declares (`// expected: WRONG_ANSWER — tail not handled`).
+"""A problem folder tests itself: every reference solution must be ACCEPTED, every `wrong/*.cu` (and
+Triton's `wrong/*.py`) must get the status its first line declares (`// expected: WRONG_ANSWER — tail
+not handled`, `# expected: ...` in Python).
 
 Without a GPU, `build_check` does what needs none: every control built and put through the static
 policy, the COMPILE_ERROR and REJECTED controls to their verdict where it is reached there.

@@ -1,6 +1,7 @@
 """`judge profile`: Nsight Compute (ncu) on one workload, the few numbers that matter per kernel.
 
-The submission is built and policed exactly as `submit` does it (COMPILE_ERROR and REJECTED stop
+The submission (a `.cu`: the profiled program loads a CUDA build; a Triton `.py` is `Unsupported`
+for now) is built and policed exactly as `submit` does it (COMPILE_ERROR and REJECTED stop
 here), then `python -m judge.runner.profile_target` runs under
 
     ncu --target-processes all --profile-from-start off --clock-control none
@@ -75,6 +76,11 @@ class ProfileError(Exception):
 
 class ShapeError(ValueError):
     """A --shape that names no workload of the problem (a bad command line)."""
+
+
+class Unsupported(ValueError):
+    """A file of a language `judge profile` does not profile yet: only a CUDA build's library is
+    loaded by the profiled program (a bad command line, said before ncu is looked for)."""
 
 
 @dataclass
@@ -187,6 +193,10 @@ def target_command(problem: Problem, lib: Path, workload: Workload, status_file:
 def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "sm_90a", device: int = 0,
         calls: int = 1, kernel_regex: str | None = None, timeout_s: float = TIMEOUT_S) -> Profile:
     """Build (as submit), then profile `calls` calls of solve() on one workload under ncu."""
+    language = toolchain.for_source(Path(source))
+    if language.worker != "native":
+        raise Unsupported(f"{Path(source).name}: judge profile runs Nsight Compute on a CUDA (.cu) build; "
+                          f"profiling a {language.name} file is not built yet (judge submit times it)")
     workload = pick_workload(problem, shape)
     ncu = ncu_path()
     if not ncu:

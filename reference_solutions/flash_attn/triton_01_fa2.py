@@ -10,7 +10,7 @@
 # the key loop stops at the block holding the diagonal, and only blocks that cross it are masked
 # (key index > query index gets -inf). Rows past N (the ragged last block) are masked on load and
 # store; keys past N get -inf. D is a power of two here (64 or 128) and a constexpr.
-# Checked on CPU by tests/test_triton_answers.py; not yet timed on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
 import math
 
 import torch

@@ -9,7 +9,10 @@
 # itself (`num_stages`). Tiles are visited in groups of GROUP_M rows of tiles, so the programs in
 # flight at once share their A rows and B columns in L2. The autotuner picks the tile shape per
 # (M, N, K) on the GPU; on CPU (`judge test --cpu`) each configuration is run once and the first
-# is used. Checked on CPU by tests/test_triton_answers.py; not yet timed on a GPU.
+# is used. Checked on CPU by tests/test_triton_answers.py.
+#
+# Measured: ACCEPTED on an H100 (2026-11-25, `judge verify --table`): 751.8 TFLOPS at 8192³, 98% of
+# cuBLAS there and 0.97× cuBLAS over the three benchmark shapes (reference_solutions/README.md).
 import torch
 import triton
 import triton.language as tl

@@ -7,7 +7,7 @@
 # wrong/ controls sum in half and overflow). rstd = 1 / sqrt(Σx² / cols + 1e-6); the second pass
 # reads the row and the weight again and writes x · rstd · w, rounded once to half. Two reads of
 # X and one write: 6 bytes an element, where a row held in registers (the CUDA ladder's 02) needs 4.
-# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet timed on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
 import torch
 import triton
 import triton.language as tl

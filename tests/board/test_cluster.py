@@ -254,6 +254,25 @@ def test_submit_mode_runs_judge_submit_on_the_node(ray_cluster, tmp_path):
     assert "A100" in show.stdout
 
 
+def test_triton_files_take_the_same_road_on_the_node(ray_cluster, tmp_path):
+    """A `.py` goes to the node by its name (its suffix picks the toolchain there): checked by the
+    policy and the ABI in --build-only, judged by the job process otherwise (no GPU here:
+    INTERNAL_ERROR after the checks, which points at the CPU check)."""
+    triton = (ROOT / "reference_solutions" / "vector_add" / "triton_01_blocked.py").read_text()
+    subs = submissions(tmp_path / "subs", {"alice/vector_add.py": triton, "bob/vector_add.py": "import os\n"})
+    r = judge_cli(subs, "--cluster", ray_cluster.address, "--kinds", "A100", "--build-only", "--no-references",
+                  "--db", tmp_path / "build.db", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {j["participant"]: j["outcome"] for j in json.loads(r.stdout)["judged"]} == \
+        {"alice": "BUILT", "bob": "REJECTED"}
+    r = judge_cli(subs, "--cluster", ray_cluster.address, "--kinds", "A100", "--no-references",
+                  "--db", tmp_path / "judge.db", "--json", "--budget", "0.1")
+    status = {j["participant"]: j for j in json.loads(r.stdout)["judged"]}
+    assert r.returncode == 3 and status["bob"]["status"] == "REJECTED" and "import os" in status["bob"]["message"]
+    assert status["alice"]["status"] == "INTERNAL_ERROR" and "passed the checks" in status["alice"]["message"]
+    assert "--cpu" in status["alice"]["message"]
+
+
 def test_a_crashing_submission_does_not_take_the_node_down(ray_cluster, tmp_path):
     connected(ray_cluster)
     subs = subs_of(submissions(tmp_path / "subs", {"alice/vector_add/boom.cu": REFUSED,

@@ -150,7 +150,10 @@ def golden_boards():
                                  message="C: 12 of 16641 elements differ | worst abs err 3.5\nmore")),
             R(5, "reference", report("vector_add", [(0.02, 0.0001, 0.021)], solution="02_float4.cu")),
             R(6, "bob", report("vector_add", [(0.03, 0.0001, 0.021)], solution="01_naive.cu")),
-            R(7, "dave", report("vector_add", status=Status.COMPILE_ERROR, solution="v.cu", message="nvcc: error"))]
+            R(7, "dave", report("vector_add", status=Status.COMPILE_ERROR, solution="v.cu", message="nvcc: error")),
+            R(8, "erin", report("vector_add", [(0.025, 0.0001, 0.021)], solution="vector_add.py")),
+            R(9, "frank", report("vector_add", status=Status.REJECTED, solution="vector_add.py",
+                                 message="solve() computed with torch outside Triton kernels (add)"))]
     return board_rank.boards(rows)
 
 
@@ -166,7 +169,8 @@ def check_golden(name: str, text: str) -> None:
 def test_markdown_golden():
     text = board_render.markdown(golden_boards())
     check_golden("leaderboard.md", text)
-    assert "| =1 | reference |" in text and "| =1 | alice |" in text and "| 3 | bob |" in text
+    assert "| =1 | reference | cuda |" in text and "| =1 | alice | cuda |" in text and "| 3 | bob | cuda |" in text
+    assert "| 2 | erin | triton |" in text and "| frank | triton | REJECTED |" in text  # both languages, one board
     assert "\\|" in text  # the message's pipe is escaped, the table stays a table
 
 
@@ -177,6 +181,17 @@ def test_json_golden():
     hgemm = next(p for p in kb["problems"] if p["problem"] == "hgemm")
     assert [r["rank_text"] for r in hgemm["ranking"]] == ["=1", "=1", "3"]
     assert hgemm["unranked"][0]["status"] == "WRONG_ANSWER"
+    add = next(p for p in kb["problems"] if p["problem"] == "vector_add")
+    assert [(r["participant"], r["language"]) for r in add["ranking"]] == \
+        [("reference", "cuda"), ("erin", "triton"), ("bob", "cuda")]
+    assert {u["participant"]: u["language"] for u in add["unranked"]} == {"dave": "cuda", "frank": "triton"}
+
+
+def test_the_language_comes_from_the_files_suffix():
+    assert board_render.language(report("p", solution="a/x.cu")) == "cuda"
+    assert board_render.language(report("p", solution="a/x.py")) == "triton"
+    folder = report("p", status=Status.REJECTED, solution="alice/relu")  # a problem folder with no file in it
+    assert board_render.language(folder) is None and board_render.language_text(folder) == "–"
 
 
 # -- discovery ----------------------------------------------------------------------------------
@@ -200,15 +215,29 @@ def test_discover(tmp_path):
     assert got == [("alice", "hgemm", "v2.cu", True), ("alice", "vector_add", "vector_add.cu", True),
                    ("bob", "no_such_problem", "no_such_problem.cu", False), ("bob", "relu", "relu", False)]
     assert "unknown problem 'no_such_problem'" in subs[2].error and "vector_add" in subs[2].error
-    assert "no .cu file" in subs[3].error
+    assert "<problem>.cu or <problem>.py" in subs[2].error
+    assert "no solution file (.cu, .py)" in subs[3].error
+
+
+def test_discover_takes_triton_files_and_refuses_two_languages_for_one_problem(tmp_path):
+    files = {"alice/vector_add.py": "a", "alice/hgemm/v1.cu": "old", "alice/hgemm/v2.py": "new",
+             "bob/relu.cu": "b", "bob/relu.py": "b", "carol/relu.py": "c", "carol/relu/v1.cu": "c"}
+    subs = leaderboard.discover(write_subs(tmp_path, files), KNOWN)
+    got = [(s.participant, s.problem, s.path.name, s.error) for s in subs]
+    assert got[:2] == [("alice", "hgemm", "v2.py", None), ("alice", "vector_add", "vector_add.py", None)]
+    (bob,), (carol,) = [s for s in subs if s.participant == "bob"], [s for s in subs if s.participant == "carol"]
+    assert bob.error == "ambiguous: both relu.cu and relu.py exist; keep one"
+    assert carol.error == "ambiguous: both relu.py and relu/ exist; keep one"
 
 
 def test_discover_reserved_name_and_missing_folder(tmp_path):
     with pytest.raises(leaderboard.LeaderboardError, match="no submissions folder"):
         leaderboard.discover(tmp_path / "nope", KNOWN)
-    (tmp_path / "reference").mkdir()
-    with pytest.raises(leaderboard.LeaderboardError, match="reserved"):
-        leaderboard.discover(tmp_path, KNOWN)
+    for name in ("reference", "reference-triton"):
+        (tmp_path / name).mkdir()
+        with pytest.raises(leaderboard.LeaderboardError, match=f"'{name}' is reserved"):
+            leaderboard.discover(tmp_path, KNOWN)
+        (tmp_path / name).rmdir()
 
 
 def test_discover_unreadable(tmp_path):
@@ -224,8 +253,10 @@ def test_references_take_the_last_model_answer_of_each_language():
     root = Path(__file__).resolve().parents[2] / "reference_solutions"
     subs = leaderboard.references(root, ["hgemm", "vector_add", "nope"], ["hgemm", "vector_add"])
     assert [(s.participant, s.problem, s.path.name) for s in subs] == \
-        [("reference", problem, sorted((root / problem).glob(f"*.{ext}"))[-1].name)
-         for problem in ("hgemm", "vector_add") for ext in ("cu", "py")]
+        [(name, problem, sorted((root / problem).glob(f"*.{ext}"))[-1].name)
+         for problem in ("hgemm", "vector_add") for name, ext in (("reference", "cu"), ("reference-triton", "py"))]
+    assert leaderboard.reference_name("cuda") == "reference" and leaderboard.RESERVED == {"reference",
+                                                                                         "reference-triton"}
 
 
 # -- the parallel runner ------------------------------------------------------------------------
@@ -362,7 +393,7 @@ def test_cli_run_resume_and_show(tmp_path, fake_gpus):
     got = {(j["participant"], j["problem"]): j["status"] for j in data["judged"]}
     assert got == {("alice", "vector_add"): "ACCEPTED", ("bob", "vector_add"): "WRONG_ANSWER",
                    ("carol", "vector_add"): "ACCEPTED", ("dave", "nope"): "REJECTED",
-                   ("reference", "vector_add"): "ACCEPTED"}
+                   ("reference", "vector_add"): "ACCEPTED", ("reference-triton", "vector_add"): "ACCEPTED"}
     assert data["skipped"] == [] and set(data["devices"]) == {0, 1} and data["store"] == db
     assert {d for _, _, d, _ in fake_gpus.calls} == {0, 1} and not fake_gpus.overlap_on_one_gpu
 
@@ -378,8 +409,9 @@ def test_cli_run_resume_and_show(tmp_path, fake_gpus):
     assert r.exit_code == 0, r.output
     section = r.stdout.split("## vector_add")[1].split("##")[0]
     rows = [ln for ln in section.splitlines() if re.match(r"^\| =?\d+ \|", ln)]
-    assert [ln.split("|")[2].strip() for ln in rows] == ["bob", "alice", "reference", "carol"]
-    assert "## vector_add · Fake GPU 80GB" in r.stdout and "| dave | REJECTED |" in r.stdout
+    assert [ln.split("|")[2].strip() for ln in rows] == ["bob", "alice", "reference", "reference-triton", "carol"]
+    assert [ln.split("|")[3].strip() for ln in rows] == ["cuda", "cuda", "cuda", "triton", "cuda"]
+    assert "## vector_add · Fake GPU 80GB" in r.stdout and "| dave | cuda | REJECTED |" in r.stdout
     r = lb("show", "--db", db, "--json", "--problem", "nope")
     assert r.exit_code == 0, r.output
     (kb,) = json.loads(r.stdout)["boards"]
@@ -425,6 +457,30 @@ def test_cli_fail_on_regression(tmp_path, fake_gpus):
     assert reg["participant"] == "alice" and reg["after"]["point"] < reg["before"]["point"]
     (subs / "alice" / "relu.cu").write_text("ok 0.5")
     assert lb("run", str(subs), "--db", db, "--no-references").exit_code == 0  # no --fail-on: 0
+
+
+def test_cli_a_triton_model_answer_is_a_participant_of_its_own(tmp_path, fake_gpus, monkeypatch):
+    """The CUDA model answer judged alone first, then a slower Triton one added: two rows ranked side
+    by side, and the Triton one is no regression of the CUDA one's."""
+    answers = write_subs(tmp_path / "answers", {"relu/01_fast.cu": "ok 2"})
+    monkeypatch.setattr(lb_cmd, "SOLUTIONS_DIR", answers)
+    db = str(tmp_path / "j.db")
+    subs = write_subs(tmp_path / "subs", {"alice/relu.py": "ok 1.5"})
+    args = ("--db", db, "--fail-on", "regression", "--json")
+    assert lb("run", str(subs), *args).exit_code == 0
+    (answers / "relu" / "triton_01.py").write_text("ok 1")  # half the CUDA answer's speed
+    r = lb("run", str(subs), *args)
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert [(j["participant"], j["file"]) for j in data["judged"]] == [("reference-triton", str(answers / "relu" /
+                                                                                                "triton_01.py"))]
+    assert data["regressions"] == []
+    (board,) = json.loads(lb("show", "--db", db, "--json").stdout)["boards"]
+    (relu,) = board["problems"]
+    assert [(x["participant"], x["language"]) for x in relu["ranking"]] == \
+        [("reference", "cuda"), ("alice", "triton"), ("reference-triton", "triton")]
+    table = lb("show", "--db", db).stdout
+    assert "language" in table and "triton" in table
 
 
 def test_cli_usage_errors(tmp_path, fake_gpus):

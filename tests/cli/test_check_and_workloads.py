@@ -62,6 +62,16 @@ def test_check_fails_a_file_the_policy_refuses(tmp_path):
     assert not data["ok"] and data["status"] == "REJECTED" and "fstream" in data["message"]
 
 
+def test_check_says_what_it_checked_of_a_triton_file(tmp_path):
+    r = runner.invoke(app, ["init", "vector_add", "--lang", "triton", "-o", str(tmp_path / "add.py")])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["check", str(tmp_path / "add.py")])
+    assert r.exit_code == 0, r.output
+    assert "its solve() takes the problem's parameters and it passes the static policy" in r.output
+    assert "on CPU with --cpu" in r.output
+    assert "it builds" not in r.output  # nothing is built for Triton
+
+
 # -- --workload and --shape -------------------------------------------------------------------------
 
 @pytest.fixture

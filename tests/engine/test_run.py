@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PROBLEMS_DIR
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR
 from toy_problem import VALID, write_problem
 
 from judge.build import nvcc as build
@@ -66,6 +66,14 @@ def test_built_but_no_gpu_is_internal_error(vector_add, tmp_path, monkeypatch):
     report, _ = run(vector_add, src, prepared=fake_result(vector_add, src, True))
     assert report.status == Status.INTERNAL_ERROR and report.exit_code == 3
     assert "no CUDA device" in report.message and report.build.ok
+
+
+@pytest.mark.skipif(not NO_GPU, reason="the no-GPU verdict")
+def test_a_triton_file_without_a_gpu_points_at_the_cpu_check(vector_add):
+    report, _ = run(vector_add, SOLUTIONS_DIR / "vector_add" / "triton_01_blocked.py")
+    assert report.status == Status.INTERNAL_ERROR and report.build is None  # nothing is built for Triton
+    assert "no CUDA device" in report.message and "passed the checks" in report.message
+    assert "--cpu" in report.message and "build succeeded" not in report.message
 
 
 def test_missing_nvcc_is_internal_error(vector_add, tmp_path, monkeypatch):
@@ -196,3 +204,4 @@ def test_device_without_cuda_visible_devices_is_itself(monkeypatch):
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert cuda_index(5) == 5
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from conftest import PROBLEMS_DIR, SOLUTIONS_DIR
@@ -160,6 +161,26 @@ def test_set_keeps_existing_files_and_uses_set_minutes(env):
     assert (env.dir / "vector_add.cu").read_text() == "// mine\n"
     out = env.run("drill", "status").stdout
     assert "vector_add" in out and probs[1]["name"] in out
+
+
+def test_lang_writes_the_starters_in_that_language(env):
+    started = env.json("drill", "--set", "vector_add", "--lang", "triton")
+    (p,) = started["problems"]
+    starter = env.dir / "vector_add.py"
+    assert started["language"] == "triton" and p["starter_written"] and Path(p["starter"]).name == "vector_add.py"
+    assert p["prototype"] == "def solve(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, n: int) -> None"
+    assert starter.read_text().startswith("# judge: vector_add\n") and p["prototype"] in starter.read_text()
+    assert toolchain.check_source(spec.load_problem(PROBLEMS_DIR / "vector_add"), starter) is None
+    assert not (env.dir / "vector_add.cu").exists()
+    env.run("drill", "end")
+    out = env.run("drill", "--set", "relu", "--lang", "triton").stdout
+    assert "def solve(X: torch.Tensor" in out and "judge test relu.py --cpu" in out
+
+
+def test_unknown_lang_starts_no_drill(env):
+    r = env.json("drill", "--lang", "fortran", code=2)
+    assert "unknown language 'fortran'" in r["error"] and "triton" in r["error"]
+    assert not list(env.dir.glob("*.cu")) and not env.db.exists()
 
 
 def test_minutes_and_dir(env):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import cli.tools_cmd  # noqa: F401  (registers `judge watch`)
 from cli.app import app
 from judge.contract.events import CaseDone, Finished, Stage
-from judge.contract.report import Report
+from judge.contract.report import Report, WarmUp
 from judge.contract.report import TestCase as Case
 from judge.contract.verdict import Status
 from judge.engine.run import Options
@@ -218,9 +218,10 @@ class FakeSession:
 
     statuses: list[Status] = []
     made: list[FakeSession] = []
+    warm_up: list[WarmUp] = []  # a Triton file's, in every run's report
 
     def __init__(self, problem, opts, timed=True, submit=False, triton=False):
-        self.problem, self.opts, self.timed, self.submit = problem, opts, timed, submit
+        self.problem, self.opts, self.timed, self.submit, self.triton = problem, opts, timed, submit, triton
         self.runs, self.closed = 0, False
         FakeSession.made.append(self)
 
@@ -231,7 +232,8 @@ class FakeSession:
         status = FakeSession.statuses[self.runs]
         self.runs += 1
         report = Report(problem=self.problem.name, solution=str(source), source_sha256="x", mode="submit",
-                        status=status, message="" if status is Status.ACCEPTED else "wrong output on n=7")
+                        status=status, message="" if status is Status.ACCEPTED else "wrong output on n=7",
+                        warm_up=FakeSession.warm_up)
         return Judged(report, 1.25, 2.5, 1.7e9)
 
     def close(self):
@@ -240,7 +242,7 @@ class FakeSession:
 
 @pytest.fixture
 def fake_session(monkeypatch):
-    FakeSession.made = []
+    FakeSession.made, FakeSession.warm_up = [], []
     monkeypatch.setattr(watching, "WatchSession", FakeSession)
     return FakeSession
 
@@ -264,6 +266,21 @@ def test_cli_once_exits_with_the_verdict(fake_session, src):
     assert r.exit_code == 1, r.output
     assert "WRONG_ANSWER" in r.output and "verdict in 1.25 s" in r.output and "wrong output on n=7" in r.output
     assert fake_session.made[0].closed and not fake_session.made[0].timed
+
+
+def test_cli_watches_a_triton_file_with_its_warm_up_shown(fake_session, tmp_path):
+    src = tmp_path / "add.py"
+    src.write_text("# judge: vector_add\n")
+    fake_session.statuses = [Status.ACCEPTED]
+    fake_session.warm_up = [WarmUp(phase="tests", workloads=6, seconds=2.5, compile_s=1.9, kernels=1, configs=0)]
+    r = runner.invoke(app, ["watch", str(src), "--once", "--no-time"])
+    assert r.exit_code == 0, r.output
+    assert fake_session.made[0].triton  # the Triton worker is the spare one
+    assert "warm-up (the tests' worker, not timed): 6 shapes in 2.5 s, 1 kernel compiled in 1.9 s" in r.output
+    fake_session.made = []
+    (tmp_path / "x.cu").write_text("// v1\n")
+    assert runner.invoke(app, ["watch", "vector_add", str(tmp_path / "x.cu"), "--once"]).exit_code == 0
+    assert not fake_session.made[0].triton
 
 
 def test_cli_keeps_watching_after_a_failure(fake_session, src, monkeypatch):

@@ -114,6 +114,16 @@ def test_missing_ncu_is_internal_error(no_ncu):
     assert r.exit_code == 3 and json.loads(r.stdout)["error"].startswith("INTERNAL_ERROR: ncu not found")
 
 
+def test_a_triton_file_is_not_profiled_yet(fake_ncu):
+    src = str(SOLUTIONS_DIR / "vector_add" / "triton_01_blocked.py")
+    r = runner.invoke(app, ["profile", src])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "judge profile runs Nsight Compute on a CUDA (.cu) build" in r.output and "triton" in r.output
+    r = runner.invoke(app, ["profile", src, "--json"])
+    assert r.exit_code == 2 and "not built yet" in json.loads(r.stdout)["error"]
+    assert not fake_ncu.exists()  # ncu never ran
+
+
 def test_bad_shape_is_usage(no_ncu):
     r = runner.invoke(app, ["profile", str(PROBLEMS_DIR / "hgemm"),
                             str(SOLUTIONS_DIR / "hgemm" / "04_wmma_pipelined.cu"), "--shape", "99"])
