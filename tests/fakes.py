@@ -162,7 +162,7 @@ class FakeTorch:
 
 GPU = GpuInfo(index=0, name="Fake GPU", uuid="GPU-fake", driver="0", major=9, minor=0, memory_bytes=1 << 34)
 PEAKS = Peaks(gpu="Fake GPU", uuid="GPU-fake", copy_gbps=3000.0, fp32_tflops=60.0, fp16_tensor_tflops=900.0,
-              bf16_tensor_tflops=900.0)
+              bf16_tensor_tflops=900.0, fp8_tensor_tflops=1800.0)
 
 
 class FakeClock:

@@ -124,15 +124,20 @@ class Peaks:
     fp32_tflops: float
     fp16_tensor_tflops: float
     bf16_tensor_tflops: float
+    fp8_tensor_tflops: float  # 0 where the GPU has no FP8 tensor cores (before sm_89)
 
     def tflops(self, unit: str) -> float:
+        """The peak that bounds a problem's `compute:`. FP8 work on a GPU without FP8 tensor cores
+        runs on its fp16 ones: their peak is its bound there."""
         return {"fp32": self.fp32_tflops, "int": self.fp32_tflops, "fp16_tensor": self.fp16_tensor_tflops,
-                "bf16_tensor": self.bf16_tensor_tflops}[unit]
+                "bf16_tensor": self.bf16_tensor_tflops,
+                "fp8_tensor": self.fp8_tensor_tflops or self.fp16_tensor_tflops}[unit]
 
 
 def cached_peaks(gpu: GpuInfo) -> Peaks | None:
-    """This GPU's peaks from the cache, or None. The engine reads them before any submitted code
-    runs: the cache is a file (docs/security.md, "Read before the candidate runs")."""
+    """This GPU's peaks from the cache, or None (also for a cache written before a peak was added:
+    then they are all measured again). The engine reads them before any submitted code runs: the
+    cache is a file (docs/security.md, "Read before the candidate runs")."""
     path = cache_root() / "devices" / f"{gpu.uuid}.json"
     if path.exists():
         try:
@@ -192,5 +197,26 @@ def _measure(gpu: GpuInfo) -> Peaks:
         finally:
             torch.backends.cuda.matmul.allow_tf32 = tf32
         del a, b
+    rates["fp8"] = _fp8_tflops(best_ms)
     torch.cuda.empty_cache()
-    return Peaks(gpu.name, gpu.uuid, copy_gbps, rates["fp32"], rates["fp16"], rates["bf16"])
+    return Peaks(gpu.name, gpu.uuid, copy_gbps, rates["fp32"], rates["fp16"], rates["bf16"], rates["fp8"])
+
+
+def _fp8_tflops(best_ms, size: int = 8192) -> float:
+    """cuBLAS's e4m3 GEMM (torch._scaled_mm, bf16 out) at size³: the faster of its two accumulation
+    modes (a kernel may accumulate as cuBLAS's fast mode does, and a roofline must not be beatable);
+    0 where the GPU has no FP8 tensor cores or cuBLAS has no such kernel."""
+    import torch
+
+    if torch.cuda.get_device_capability() < (8, 9):
+        return 0.0
+    a = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(size, size, device="cuda").to(torch.float8_e4m3fn)  # used as b.t(): column-major
+    one = torch.ones((), device="cuda")
+    out = torch.empty(size, size, dtype=torch.bfloat16, device="cuda")
+    try:
+        ms = min(best_ms(torch._scaled_mm, a, b.t(), one, one, out_dtype=torch.bfloat16, use_fast_accum=fast,
+                         out=out) for fast in (False, True))
+    except RuntimeError:  # no FP8 GEMM in this cuBLAS for this GPU
+        return 0.0
+    return 2 * size**3 / ms / 1e9

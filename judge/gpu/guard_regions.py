@@ -8,7 +8,8 @@ GUARD_BYTES of slack, filled when it is allocated:
 
 - after an **input**, values that change the answer of a kernel that reads and uses them: for
   floating types the cycle +inf, NaN, -inf (one element past the end already breaks a sum and a
-  max, three a min, and NaN whatever it touches), for integer types the byte 0x5A in every byte (0x5A5A5A5A: a sum
+  max, three a min, and NaN whatever it touches; e4m3 has no infinities, so there it is 448, NaN,
+  -448, its largest values), for integer types the byte 0x5A in every byte (0x5A5A5A5A: a sum
   far off, an index far out of range, bin 0x5A of a histogram that masks its index);
 - after an **output**, random bytes (per buffer, from the OS's generator): a kernel cannot write
   them back by chance.

@@ -17,6 +17,7 @@ class ElementType:
     dtype: str  # torch dtype name
     itemsize: int
     is_float: bool
+    header: str = ""  # the CUDA header that defines c_name, beyond HEADERS
 
 
 ELEMENT_TYPES: dict[str, ElementType] = {
@@ -27,6 +28,9 @@ ELEMENT_TYPES: dict[str, ElementType] = {
     "int32_t": ElementType("int32_t", "int32", 4, False),
     "int64_t": ElementType("int64_t", "int64", 8, False),
     "uint8_t": ElementType("uint8_t", "uint8", 1, False),
+    # FP8 (an extension of the contract's list): OCP e4m3 (no infinities, max 448) and e5m2.
+    "__nv_fp8_e4m3": ElementType("__nv_fp8_e4m3", "float8_e4m3fn", 1, True, "#include <cuda_fp8.h>"),
+    "__nv_fp8_e5m2": ElementType("__nv_fp8_e5m2", "float8_e5m2", 1, True, "#include <cuda_fp8.h>"),
 }
 SCALAR_TYPES = {"int": "int", "float": "float"}
 
@@ -72,6 +76,12 @@ HEADERS = ("#include <cuda_runtime.h>", "#include <cuda_fp16.h>", "#include <cud
            "#include <cstdint>")
 
 
+def headers(params: list[tuple[str, CType]]) -> list[str]:
+    """HEADERS, and the header of each element type that needs one more (`<cuda_fp8.h>`)."""
+    extra = [ct.element.header for _, ct in params if ct.element and ct.element.header]
+    return [*HEADERS, *dict.fromkeys(extra)]
+
+
 def prototype(params: list[tuple[str, CType]]) -> str:
     """`extern "C" void solve(const float* A, ..., int n)`"""
     args = ", ".join(f"{ct.spelling()} {name}" for name, ct in params)
@@ -80,13 +90,13 @@ def prototype(params: list[tuple[str, CType]]) -> str:
 
 def prototype_header(params: list[tuple[str, CType]]) -> str:
     """Force-included before the submission: a conflicting definition of solve then fails to compile."""
-    return "\n".join([*HEADERS, prototype(params) + ";", ""])
+    return "\n".join([*headers(params), prototype(params) + ";", ""])
 
 
 def starter(title: str, params: list[tuple[str, CType]], shapes: dict[str, str]) -> str:
     """A starter .cu that compiles: includes, the exact prototype and a comment per tensor."""
     lines = [f"// {title}", "// Starter written by `judge init`: fill in solve(); it must launch on the",
-             "// default stream and return (the judge synchronizes).", *HEADERS, ""]
+             "// default stream and return (the judge synchronizes).", *headers(params), ""]
     for name, ct in params:
         if ct.is_tensor:
             role = "input" if ct.const else "output"

@@ -93,7 +93,7 @@ class Spec(_Strict):
     benchmarks: list[Workload] = []
     hints: list[str] = []
     # Extensions (not in the contract's example, documented in docs/problem-format.md).
-    compute: Literal["fp32", "fp16_tensor", "bf16_tensor", "int"] = "fp32"
+    compute: Literal["fp32", "fp16_tensor", "bf16_tensor", "fp8_tensor", "int"] = "fp32"
     seed: int = 0
     timeout_s: float = Field(default=10.0, gt=0)  # one call of solve()
     allow: list[Literal["cublas", "cublasLt", "cudnn", "nccl"]] = []  # libraries the static policy lets through

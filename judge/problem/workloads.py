@@ -33,16 +33,20 @@ def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
         return
     # Drawn in float32 and scaled in float32, then rounded once to out's dtype. A float32 `out` is
     # drawn in place (the same values, one pass instead of four: the judge re-draws every timed
-    # call's inputs); another dtype gets the product written into it by the multiply.
+    # call's inputs); a 16-bit one gets the product written into it by the multiply; an FP8 one
+    # (no arithmetic is defined on it) by a cast of the product.
     x = out if out.dtype == torch.float32 else torch.empty(out.shape, dtype=torch.float32, device=out.device)
     if spec.init == "randn":
         x.normal_(generator=g)
     else:
         x.uniform_(low, high, generator=g)
-    if x is not out:
+    if x is out:
+        if scale != 1.0:
+            out.mul_(scale)
+    elif out.element_size() == 1:
+        out.copy_(x.mul_(scale))
+    else:
         torch.mul(x, scale, out=out)
-    elif scale != 1.0:
-        out.mul_(scale)
 
 
 def fill_inputs(problem: Problem, workload: Workload, tensors: dict[str, torch.Tensor],

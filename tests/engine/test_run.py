@@ -162,6 +162,18 @@ def test_fill_input_kinds():
     assert int(ints.min()) == -3 and int(ints.max()) == 3
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2])
+def test_narrow_floats_are_the_float32_draw_rounded_once(dtype):
+    """Every dtype gets the float32 draw, scaled in float32 and rounded once to it (FP8 by a cast:
+    torch defines no arithmetic on it), so a 16-bit and an FP8 input of one seed hold the same values
+    as far as each can."""
+    wide, narrow = torch.empty(4096), torch.empty(4096, dtype=dtype)
+    for out in (wide, narrow):
+        workloads.fill_input(out, spec.InputSpec(init="randn"), 16.0, 7)
+    assert torch.equal(narrow, wide.to(dtype))
+    assert 14 < float(narrow.float().std()) < 18
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_poison_makes_every_element_large_or_nan(dtype):
     for byte in (*protocol.POISON_BYTES, 0x7F, 0xC0):
@@ -205,3 +217,34 @@ def test_device_without_cuda_visible_devices_is_itself(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert cuda_index(5) == 5
 
+
+def test_fp8_work_is_bounded_by_the_fp8_peak_or_else_the_fp16_one():
+    """`compute: fp8_tensor` uses the measured FP8 peak; a GPU without FP8 tensor cores (peak 0)
+    runs FP8 work on its fp16 ones, whose peak bounds it there."""
+    from judge.gpu.device import Peaks
+
+    hopper = Peaks("H100", "GPU-h", 3000.0, 50.0, 700.0, 700.0, 1300.0)
+    ampere = Peaks("A100", "GPU-a", 1800.0, 19.0, 290.0, 290.0, 0.0)
+    assert hopper.tflops("fp8_tensor") == 1300.0 and hopper.tflops("fp16_tensor") == 700.0
+    assert ampere.tflops("fp8_tensor") == 290.0
+
+
+def test_a_peaks_cache_without_a_newer_peak_is_measured_again(monkeypatch, tmp_path):
+    """A cache file written before the FP8 peak existed is no cache: every peak is measured again
+    (once), never read with the new peak missing."""
+    import json
+
+    from judge.gpu import device
+
+    monkeypatch.setenv("JUDGE_CACHE", str(tmp_path))
+    gpu = device.GpuInfo(0, "H100", "GPU-old", "580", 9, 0, 80 << 30)
+    path = tmp_path / "devices" / "GPU-old.json"
+    path.parent.mkdir()
+    old = {"gpu": "H100", "uuid": "GPU-old", "copy_gbps": 3000.0, "fp32_tflops": 50.0,
+           "fp16_tensor_tflops": 700.0, "bf16_tensor_tflops": 700.0}
+    path.write_text(json.dumps(old))
+    assert device.cached_peaks(gpu) is None
+    measured = device.Peaks("H100", "GPU-old", 3000.0, 50.0, 700.0, 700.0, 1300.0)
+    monkeypatch.setattr(device, "_measure", lambda g: measured)
+    assert device.peaks(gpu) == measured
+    assert device.cached_peaks(gpu) == measured  # and kept

@@ -18,7 +18,19 @@ ELEMENTS = [
     ("int32_t", "int32_t", "int32", 4, False),
     ("int64_t", "int64_t", "int64", 8, False),
     ("uint8_t", "uint8_t", "uint8", 1, False),
+    ("__nv_fp8_e4m3", "__nv_fp8_e4m3", "float8_e4m3fn", 1, True),
+    ("__nv_fp8_e5m2", "__nv_fp8_e5m2", "float8_e5m2", 1, True),
 ]
+
+
+@pytest.mark.parametrize("spelled, c_name, dtype, itemsize, is_float", ELEMENTS)
+def test_every_element_type_is_a_torch_dtype_of_its_size(spelled, c_name, dtype, itemsize, is_float):
+    """The workers view shared buffers as `getattr(torch, dtype)`: the name must be torch's, the size its."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    assert torch.empty((), dtype=dt).element_size() == itemsize
+    assert dt.is_floating_point is is_float
 
 
 @pytest.mark.parametrize("const", [True, False])
@@ -79,6 +91,18 @@ def test_starter_text():
     assert "// Y: output, shape [n, 2], int64_t" in text
     for inc in abi.HEADERS:
         assert inc in text
+    assert "cuda_fp8.h" not in text  # only where a type needs it
+
+
+def test_fp8_types_bring_their_header_once():
+    """`__nv_fp8_e4m3` is defined by <cuda_fp8.h>, which HEADERS leave out: the prototype header and
+    the starter include it where (and only where) a parameter needs it."""
+    params = [("A", parse_ctype("const __nv_fp8_e4m3*")), ("B", parse_ctype("const __nv_fp8_e5m2*")),
+              ("C", parse_ctype("__nv_bfloat16*")), ("n", parse_ctype("int"))]
+    for text in (abi.prototype_header(params), abi.starter("FP8", params, {})):
+        assert text.count("#include <cuda_fp8.h>") == 1
+        assert all(inc in text for inc in abi.HEADERS)
+    assert "cuda_fp8.h" not in abi.prototype_header([("C", parse_ctype("float*"))])
 
 
 @nvcc_test
