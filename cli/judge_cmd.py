@@ -178,11 +178,15 @@ def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=
           device: int = DeviceOpt,
           arch: Optional[str] = ArchOpt) -> None:
     """Build and run the static policy, no GPU needed: exit 0 when both pass. Shows the kernels'
-    registers, shared memory, spills and SASS summary, and the compiler's warnings."""
+    registers, shared memory, spills and SASS summary, and the compiler's warnings. The problem may
+    also come first, as in `judge test PROBLEM FILE`."""
     from judge.build import nvcc
     from judge.gpu import device as gpus
 
     with errors(as_json, debug):
+        if problem is not None and not solution.exists() and (Path(problem).is_file()
+                                                               or toolchain.is_solution(Path(problem))):
+            solution, problem = Path(problem), str(solution)  # judge check PROBLEM FILE, as test and submit
         p, src = solution_and_problem(problem, solution, "check")
         if arch is None:
             gpu = next((g for g in gpus.gpus() if g.index == device), None)

@@ -62,6 +62,19 @@ def test_check_fails_a_file_the_policy_refuses(tmp_path):
     assert not data["ok"] and data["status"] == "REJECTED" and "fstream" in data["message"]
 
 
+def test_check_takes_the_problem_first_too(tmp_path):
+    """`judge test` and `judge submit` take PROBLEM FILE: `judge check PROBLEM FILE` is understood,
+    not "no such file: PROBLEM"; a file and a problem that disagree are still a usage error."""
+    f = cu(tmp_path, "f.cu", FORBIDDEN)
+    for args in (["vector_add", str(f)], [str(f), "vector_add"]):
+        r = runner.invoke(app, ["check", *args, "--json"])
+        assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "REJECTED", r.output
+    r = runner.invoke(app, ["check", "relu", str(cu(tmp_path, "ok.cu", OK))])
+    assert r.exit_code == 2 and "says it is for vector_add" in r.output, r.output
+    r = runner.invoke(app, ["check", "vector_add", str(tmp_path / "missing.cu")])
+    assert r.exit_code == 2 and "no such file" in r.output and "missing.cu" in r.output, r.output
+
+
 def test_check_says_what_it_checked_of_a_triton_file(tmp_path):
     r = runner.invoke(app, ["init", "vector_add", "--lang", "triton", "-o", str(tmp_path / "add.py")])
     assert r.exit_code == 0, r.output
