@@ -165,6 +165,7 @@ def row(e: TaskDone) -> dict[str, Any]:
     c = e.check
     assert c is not None
     return {"participant": e.submission.participant, "problem": e.submission.problem, "file": str(e.submission.path),
-            "sha256": e.submission.sha256, "outcome": c.outcome, "message": c.message[:2000], "arch": c.arch,
+            "language": e.submission.language, "sha256": e.submission.sha256, "outcome": c.outcome,
+            "message": c.message[:2000], "arch": c.arch,
             "kernels": [k.model_dump() for k in c.build.kernels] if c.build else [], "device": e.device,
             "seconds": round(e.seconds, 3), **place}

@@ -25,10 +25,7 @@ def interval(s: Score) -> str:
 def language(report: Report) -> str | None:
     """The language of a result's file, by its suffix (judge/build/toolchain.py: `cuda`, `triton`);
     None when no toolchain takes it (a problem folder with no file in it)."""
-    try:
-        return toolchain.for_source(Path(report.solution)).name
-    except toolchain.UnknownLanguage:
-        return None
+    return toolchain.language_of(Path(report.solution))
 
 
 def language_text(report: Report) -> str:

@@ -218,14 +218,16 @@ def result_row(e: Result) -> dict[str, Any]:
     assert e.report is not None
     s = score(e.report)
     return {"participant": e.submission.participant, "problem": e.submission.problem,
-            "file": str(e.submission.path), "sha256": e.submission.sha256, "status": e.report.status.value,
+            "file": str(e.submission.path), "language": e.submission.language, "sha256": e.submission.sha256,
+            "status": e.report.status.value,
             "message": e.report.message[:2000], "speedup": s.point if s else None,
             "ci_low": s.low if s else None, "ci_high": s.high if s else None,
             "device": e.device, "seconds": round(e.seconds, 3)}
 
 
 def skipped_row(s: Submission) -> dict[str, Any]:
-    return {"participant": s.participant, "problem": s.problem, "file": str(s.path), "sha256": s.sha256}
+    return {"participant": s.participant, "problem": s.problem, "file": str(s.path), "language": s.language,
+            "sha256": s.sha256}
 
 
 def regression_row(r: Regression) -> dict[str, Any]:

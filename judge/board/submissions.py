@@ -60,6 +60,11 @@ class Submission:
         return (self.participant, self.problem, self.sha256)
 
     @property
+    def language(self) -> str | None:
+        """The file's language by its suffix (`cuda`, `triton`); None for a folder with no file."""
+        return toolchain.language_of(self.path)
+
+    @property
     def label(self) -> str:
         return f"{self.participant}/{self.problem}"
 

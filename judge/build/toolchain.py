@@ -19,7 +19,7 @@ from judge.contract.verdict import Status
 from judge.problem.spec import Problem
 
 __all__ = ["DEFAULT", "REGISTRY", "Prepared", "Progress", "Toolchain", "UnknownLanguage", "check_source",
-           "for_name", "for_source", "is_solution", "prepare", "prepare_many", "solutions_in",
+           "for_name", "for_source", "is_solution", "language_of", "prepare", "prepare_many", "solutions_in",
            "starter_file",
            "suffixes"]
 
@@ -55,6 +55,14 @@ def for_source(path: Path) -> Toolchain:
             return t
     raise UnknownLanguage(f"{Path(path).name}: no toolchain takes {suffix or 'a file without a suffix'} files "
                           f"(expected one of: {', '.join(suffixes())})")
+
+
+def language_of(path: Path) -> str | None:
+    """The name of the toolchain that takes `path` (`cuda`, `triton`), or None: no toolchain does."""
+    try:
+        return for_source(path).name
+    except UnknownLanguage:
+        return None
 
 
 def for_name(name: str) -> Toolchain:

@@ -263,8 +263,8 @@ def test_triton_files_take_the_same_road_on_the_node(ray_cluster, tmp_path):
     r = judge_cli(subs, "--cluster", ray_cluster.address, "--kinds", "A100", "--build-only", "--no-references",
                   "--db", tmp_path / "build.db", "--json")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert {j["participant"]: j["outcome"] for j in json.loads(r.stdout)["judged"]} == \
-        {"alice": "BUILT", "bob": "REJECTED"}
+    assert {j["participant"]: (j["outcome"], j["language"]) for j in json.loads(r.stdout)["judged"]} == \
+        {"alice": ("BUILT", "triton"), "bob": ("REJECTED", "triton")}
     r = judge_cli(subs, "--cluster", ray_cluster.address, "--kinds", "A100", "--no-references",
                   "--db", tmp_path / "judge.db", "--json", "--budget", "0.1")
     status = {j["participant"]: j for j in json.loads(r.stdout)["judged"]}

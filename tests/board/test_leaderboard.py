@@ -472,8 +472,9 @@ def test_cli_a_triton_model_answer_is_a_participant_of_its_own(tmp_path, fake_gp
     r = lb("run", str(subs), *args)
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
-    assert [(j["participant"], j["file"]) for j in data["judged"]] == [("reference-triton", str(answers / "relu" /
-                                                                                                "triton_01.py"))]
+    assert [(j["participant"], j["file"], j["language"]) for j in data["judged"]] == \
+        [("reference-triton", str(answers / "relu" / "triton_01.py"), "triton")]
+    assert [(j["participant"], j["language"]) for j in data["skipped"]] == [("alice", "triton"), ("reference", "cuda")]
     assert data["regressions"] == []
     (board,) = json.loads(lb("show", "--db", db, "--json").stdout)["boards"]
     (relu,) = board["problems"]
