@@ -43,7 +43,7 @@ def fill_input(out: torch.Tensor, spec: InputSpec, scale: float, seed: int,
     if x is out:
         if scale != 1.0:
             out.mul_(scale)
-    elif out.element_size() == 1:
+    elif out.dtype.is_floating_point and out.element_size() == 1:
         out.copy_(x.mul_(scale))
     else:
         torch.mul(x, scale, out=out)

@@ -248,3 +248,22 @@ def test_a_peaks_cache_without_a_newer_peak_is_measured_again(monkeypatch, tmp_p
     monkeypatch.setattr(device, "_measure", lambda g: measured)
     assert device.peaks(gpu) == measured
     assert device.cached_peaks(gpu) == measured  # and kept
+
+
+def test_an_fp8_peak_that_cannot_be_measured_is_zero_not_a_failure(monkeypatch):
+    """The FP8 peak is measured with the others, once per GPU: a torch or cuBLAS that cannot run
+    torch._scaled_mm (here: no CUDA at all, on a GPU that claims sm_90) gives 0, so that every other
+    problem's peaks are still measured and FP8 work falls back to the fp16 peak."""
+    from judge.gpu import device
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    assert device._fp8_tflops(lambda fn, *a, **kw: 1.0, size=64) == 0.0
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (8, 0))
+    assert device._fp8_tflops(lambda fn, *a, **kw: 1.0 / 0, size=64) == 0.0  # no FP8 tensor cores: never tried
+
+
+def test_an_integer_input_is_never_filled_from_a_float_draw():
+    """Only FP8 outputs take the cast branch: a 1-byte integer input asked for a float draw is refused
+    by the multiply, as before, not silently truncated."""
+    with pytest.raises(RuntimeError):
+        workloads.fill_input(torch.empty(8, dtype=torch.uint8), spec.InputSpec(init="randn"), 16.0, 1)
