@@ -171,6 +171,12 @@ def folder_store_note(where: paths.StoreLocation) -> str:
                f"{escape(str(where.path.parent))}/`, or read it with --db {old}")
     return (f"[yellow]note:[/] {old} is a results store kept per folder by an older kernel-judge; this command "
             f"uses your store {escape(str(where.path))} instead: {fix}")
+def cpu_check_hint(language: toolchain.Toolchain, target: Path) -> str:
+    """What `judge init` and `judge drill` add after "judge it with: judge submit ..." for a language
+    that `judge test --cpu` checks without a GPU (Triton's)."""
+    return f" (without a GPU: judge test {escape(str(target))} --cpu)" if language.worker == "triton" else ""
+
+
 def problem_arg(p: spec.Problem) -> str:
     """How to name `p` on a command line that works from any folder: its name when that is how
     `resolve` finds it, else its folder."""

@@ -16,11 +16,24 @@ from judge import paths
 from judge.build import toolchain
 from judge.practice import drill as dr
 from judge.practice import solutions as sol
-from judge.problem import abi, spec
+from judge.problem import spec
 from judge.problem.spec import LEVELS
 
 from . import render
-from .common import DbOpt, DebugOpt, JsonOpt, Usage, alias, err, errors, out, problems_root, resolve, store_path
+from .common import (
+    DbOpt,
+    DebugOpt,
+    JsonOpt,
+    Usage,
+    alias,
+    cpu_check_hint,
+    err,
+    errors,
+    out,
+    problems_root,
+    resolve,
+    store_path,
+)
 
 now: dr.Clock = dr.utc_now  # the clock; tests replace it
 
@@ -110,13 +123,8 @@ def drill(ctx: typer.Context,
             chosen = dr.pick(list(problems.values()), solved, level, tag, set_spec, seed)
             d = dr.start(store, chosen, now(), minutes)
         files = dr.write_starters(chosen, folder, language.name)
-        triton = language.worker == "triton"
-
-        def prototype(p: spec.Problem) -> str:  # the starter's: C's, or solve()'s Python signature
-            return abi.py_prototype(p.params) if triton else p.prototype()
-
         if as_json:
-            rows = [{"name": p.name, "level": p.spec.level, "title": p.spec.title, "prototype": prototype(p),
+            rows = [{"name": p.name, "level": p.spec.level, "title": p.spec.title, "prototype": language.prototype(p),
                      "statement": p.statement_path.read_text() if p.statement_path.exists() else None,
                      "hints": len(p.spec.hints), "starter": str(f), "starter_written": written}
                     for p, (f, written) in zip(chosen, files)]
@@ -129,10 +137,9 @@ def drill(ctx: typer.Context,
                 render.statement(out, p.statement_path.read_text())
             else:
                 out.print(escape(p.spec.title))
-            out.print(f"\n[bold]prototype[/] {escape(prototype(p))}" + ("" if triton else ";"))
-            cpu = f" (without a GPU: judge test {escape(str(f))} --cpu)" if triton else ""
+            out.print(f"\n[bold]prototype[/] {escape(language.prototype(p))}")
             out.print(("wrote " if written else "kept ") + escape(str(f)) + ("" if written else " (it exists)")
-                      + f"; judge it with: judge submit {p.name} {escape(str(f))}{cpu}")
+                      + f"; judge it with: judge submit {p.name} {escape(str(f))}{cpu_check_hint(language, f)}")
         out.print(Rule())
         out.print(f"[bold]drill {d.id}[/] started: {d.minutes:g} min, until {d.deadline:%H:%M} UTC "
                   f"({', '.join(d.problems)}). judge hint · judge drill status · judge drill end")

@@ -33,6 +33,7 @@ from .common import (
     SolutionArg,
     Usage,
     budget_opt,
+    cpu_check_hint,
     err,
     errors,
     no_problems,
@@ -316,9 +317,7 @@ def init(problem: str = typer.Argument(..., help="Problem folder or name"),
             target.write_text(t.starter(p))
         except OSError as e:
             raise Usage(f"cannot write {target}: {e.strerror or e}") from None
-        how = f"judge submit {escape(problem_arg(p))} {escape(str(target))}"
-        if t.worker == "triton":
-            how += f" (without a GPU: judge test {escape(str(target))} --cpu)"
+        how = f"judge submit {escape(problem_arg(p))} {escape(str(target))}{cpu_check_hint(t, target)}"
         out.print(f"wrote {escape(str(target))}; try it with: {how} (its first line names the problem)")
 
 

@@ -29,6 +29,9 @@ class CudaToolchain:
         return f"{self.comment} judge: {problem.name}\n" + abi.starter(problem.spec.title, problem.params,
                            {t.name: problem.shape_text(t.name) for t in problem.tensors})
 
+    def prototype(self, problem: Problem) -> str:
+        return problem.prototype()
+
     def flags(self, arch: str) -> str:
         return " ".join(nvcc.FLAGS + tuple(nvcc.gencode(arch)))
 

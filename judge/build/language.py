@@ -42,6 +42,10 @@ class Toolchain(Protocol):
         """A file that builds and loads as is: the exact signature, a comment per tensor."""
         ...
 
+    def prototype(self, problem: Problem) -> str:
+        """solve()'s signature in this language, as `judge show` and drills print it."""
+        ...
+
     def flags(self, arch: str) -> str:
         """The build's flags for `arch`, as the report's environment shows them."""
         ...

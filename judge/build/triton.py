@@ -51,6 +51,9 @@ class TritonToolchain:
                   "    pass", ""]
         return "\n".join(lines)
 
+    def prototype(self, problem: Problem) -> str:
+        return abi.py_prototype(problem.params)
+
     def flags(self, arch: str) -> str:
         return "triton (JIT: kernels compile at their first launch)"
 

@@ -38,6 +38,9 @@ class FooToolchain:
     def starter(self, problem):
         return f"# {problem.name} in foo\n"
 
+    def prototype(self, problem):
+        return f"solve({', '.join(n for n, _ in problem.params)})"
+
     def flags(self, arch):
         return f"foo --target {arch}"
 
@@ -62,6 +65,12 @@ def foo(monkeypatch):
     t = FooToolchain()
     monkeypatch.setitem(toolchain.REGISTRY, "foo", t)
     return t
+
+
+def test_each_language_gives_solves_prototype_in_its_own_syntax(vector_add):
+    assert CUDA.prototype(vector_add) == 'extern "C" void solve(const float* A, const float* B, float* C, int n)'
+    assert TRITON.prototype(vector_add) == \
+        "def solve(A: torch.Tensor, B: torch.Tensor, C: torch.Tensor, n: int) -> None"
 
 
 def test_toolchains_by_suffix_and_by_name():
