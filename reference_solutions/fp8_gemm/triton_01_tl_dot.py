@@ -6,12 +6,18 @@
 # Technique: program p owns one BLOCK_M × BLOCK_N tile of C and walks K in steps of BLOCK_K: an A
 # tile [BLOCK_M, BLOCK_K] from A's rows and a B tile [BLOCK_K, BLOCK_N] read from B's rows (B is
 # [N, K], so this tile is Bᵀ, each of its columns contiguous in memory: K-major, the layout FP8
-# tensor cores take), masked at the ragged edges, and `tl.dot(a, b, acc)` accumulates in fp32. The
+# tensor cores take), masked at the ragged edges, and `tl.dot` accumulates in fp32. The
 # scales multiply the tile once, before its one rounding to bf16. Tiles are visited in groups of
 # GROUP_M rows of tiles, so the programs in flight share their A rows and B rows in L2. K is a
 # multiple of 16, so a BLOCK_K of 64 or 128 needs its mask only on the last step.
-# Checked on CPU by tests/test_triton_answers.py (Triton's interpreter has e4m3 tl.dot); not yet
-# judged on a GPU, where Triton lowers `tl.dot` on e4m3 to wgmma (Hopper) or mma.sync (sm_89).
+# `max_num_imprecise_acc=32`: on Hopper, Triton lowers an e4m3 `tl.dot` to wgmma, whose FP8
+# accumulator keeps fewer bits than fp32, and by default it stays in that accumulator for the whole
+# K loop. Without the argument this file was WRONG_ANSWER on an H200 (2026-11-28): at M=N=128,
+# K=16384 one element came out 3% off (-0.0757 for -0.0736). With it, the partial sums move into
+# fp32 every 32 products, as cuBLAS's default mode (the baseline) does, and it was ACCEPTED.
+# Checked on CPU by tests/test_triton_answers.py (Triton's interpreter has e4m3 tl.dot; it is exact,
+# so only the GPU shows the accumulator). On that H200 (`judge submit`): 535.0 / 622.3 / 679.0
+# TFLOPS at M=128,N=28672,K=8192 / 4096³ / 8192³, 0.59× / 0.47× / 0.46× cuBLAS FP8 (0.504×).
 import torch
 import triton
 import triton.language as tl
@@ -44,7 +50,7 @@ def fp8_gemm_kernel(a_ptr, b_ptr, scale_a_ptr, scale_b_ptr, c_ptr, M, N, K, BLOC
     for k in range(0, K, BLOCK_K):
         a = tl.load(a_tile, mask=(rm[:, None] < M) & (rk[None, :] + k < K), other=0.0)
         b = tl.load(b_tile, mask=(rk[:, None] + k < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=32)
         a_tile += BLOCK_K
         b_tile += BLOCK_K
     scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
