@@ -109,31 +109,37 @@ def markdown(rows: list[SolutionRow], command: str) -> str:
     gpus = sorted({r.gpu or "?" for r in rows})
     dates = sorted({r.date for r in rows})
     torches = sorted({r.torch or "?" for r in rows})
+    mixed = len(gpus) > 1  # then each row names its GPU: rows of different GPUs do not compare
     head = (f"Measured by `{command}` on {', '.join(gpus)} (torch {', '.join(torches)}), "
             f"{dates[0] if dates else '?'}" + (f" to {dates[-1]}" if len(dates) > 1 else "") + ". "
-            "Each row is the largest benchmark shape; % of baseline is the baseline's time over the "
+            + ("The GPU column says where each row was measured; compare rows measured on one GPU only. " if mixed
+               else "")
+            + "Each row is the largest benchmark shape; % of baseline is the baseline's time over the "
             "solution's (above 100% is faster); % of roofline is the measured floor (copy bandwidth or "
             "peak FLOP rate of this GPU) over the solution's time; the last column is the geomean "
             "speedup over every benchmark shape.\n\n")
-    lines = ["| problem | level | solution | shape | measured | % of baseline | % of roofline | speedup (all shapes) |",
-             "|---|---|---|---|---|---|---|---|"]
+    gpu_head, gpu_rule = ("| GPU ", "|---") if mixed else ("", "")
+    lines = [f"| problem | level | solution | shape | measured | % of baseline | % of roofline | speedup (all shapes) "
+             f"{gpu_head}|", f"|---|---|---|---|---|---|---|---{gpu_rule}|"]
     for r in rows:
         base = f"{r.pct_of_baseline:.0f}% of {r.baseline}" if r.pct_of_baseline is not None else "–"
         speed = f"{r.geomean_speedup:.2f}×" if r.geomean_speedup is not None else "–"
+        gpu = f" {r.gpu or '?'} |" if mixed else ""
         lines.append(f"| {r.problem} | {r.level} | `{r.solution}` | {r.workload} | {r.value:,.1f} {r.unit} | "
-                     f"{base} | {r.pct_of_roofline:.0f}% | {speed} |")
+                     f"{base} | {r.pct_of_roofline:.0f}% | {speed} |{gpu}")
     return head + "\n".join(lines) + "\n" + memory_bound_shapes(rows)
 
 
 def memory_bound_shapes(rows: list[SolutionRow]) -> str:
-    """Every benchmark shape of each memory-bound problem's fastest model answer (its last file)."""
+    """Every benchmark shape of each memory-bound problem's fastest model answer: the most GB/s at
+    the row's shape, whatever its language (a file's name says nothing of its speed)."""
     best: dict[str, SolutionRow] = {}
     for r in rows:
-        if r.unit == "GB/s" and r.shapes and (r.problem not in best or r.solution > best[r.problem].solution):
+        if _memory_bound(r) and (r.problem not in best or r.value > best[r.problem].value):
             best[r.problem] = r
     if not best:
         return ""
-    lines = ["", "### Memory-bound problems: every benchmark shape of the last model answer", "",
+    lines = ["", "### Memory-bound problems: every benchmark shape of the fastest model answer", "",
              "% of copy is the solution's GB/s (the problem's declared bytes over its time) over this GPU's "
              "measured copy bandwidth (the faster of a device-to-device copy and an add, counting bytes read "
              "and written); speedup is the baseline's median time over the solution's, both measured in the "
@@ -148,6 +154,12 @@ def memory_bound_shapes(rows: list[SolutionRow]) -> str:
             lines.append(f"| {r.problem} | `{r.solution}` | {x.workload} | {x.median_ms:.4f} | {x.value:,.1f} | "
                          f"{copy} | {base} | {speed} |")
     return "\n".join(lines) + "\n"
+
+
+def _memory_bound(r: SolutionRow) -> bool:
+    """The copy bandwidth bounds every benchmark shape (not only the row's: fp8_gemm's M=128 shape
+    is memory-bound, its square ones are not)."""
+    return r.unit == "GB/s" and bool(r.shapes) and all(x.pct_of_copy == x.pct_of_roofline for x in r.shapes)
 
 
 def write_between_markers(path: Path, text: str) -> None:

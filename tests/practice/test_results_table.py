@@ -17,8 +17,9 @@ def stats(ms: float) -> Stats:
 def bench(wid: str, ms: float, flops: float, nbytes: float, base_ms: float) -> BenchResult:
     b = BaselineTiming(name="base", before=stats(base_ms), after=stats(base_ms), median_ms=base_ms, drift=0,
                        drift_flagged=False, speedup=base_ms / ms)
+    floor = max(nbytes / 3000e6, flops / 700e9)  # the peaks of report()'s environment
     return BenchResult(workload=wid, stats=stats(ms), flops=flops, bytes=nbytes, tflops=flops / ms / 1e9,
-                       gbps=nbytes / ms / 1e6, floor_ms=ms / 2, roofline_pct=50.0, baselines=[b])
+                       gbps=nbytes / ms / 1e6, floor_ms=floor, roofline_pct=round(100 * floor / ms, 1), baselines=[b])
 
 
 def report(problem: str, solution: str, benches: list[BenchResult], date: str = "2026-11-22") -> Report:
@@ -66,7 +67,7 @@ def test_save_load_and_markdown(tmp_path):
     table.save(tmp_path / "r.json", rows)
     assert table.load(tmp_path / "r.json") == rows
     md = table.markdown(rows, "judge verify --table")
-    assert "| vector_add | easy | `02.cu` | n=268435456 | 2,666.7 GB/s | 110% of base | 50% | 1.50× |" in md
+    assert "| vector_add | easy | `02.cu` | n=268435456 | 2,666.7 GB/s | 110% of base | 89% | 1.50× |" in md
     assert "NVIDIA H100" in md and "2026-11-22" in md and "`judge verify --table`" in md
 
 
@@ -98,3 +99,33 @@ def test_rows_keep_every_shape_and_the_memory_bound_block_lists_the_last_solutio
     hgemm = spec.load_problem(PROBLEMS_DIR / "hgemm")
     compute = [table.row(hgemm, report("hgemm", "03.cu", [bench("M=8192,N=8192,K=8192", 2.0, 2 * 8192**3, 1e8, 1.0)]))]
     assert "### Memory-bound" not in table.markdown(compute, "judge verify --table")
+
+
+def test_rows_of_several_gpus_each_name_their_gpu():
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    h100 = table.row(va, report("vector_add", "01.cu", [bench("n=268435456", 1.2, 1, 3.2e9, 1.32)]))
+    one = table.markdown([h100], "judge verify --table")
+    assert "| GPU |" not in one and "compare rows measured on one GPU only" not in one
+    h200 = h100.model_copy(update={"solution": "02.cu", "gpu": "NVIDIA H200"})
+    md = table.markdown([h100, h200], "judge verify --table")
+    assert "compare rows measured on one GPU only" in md and "speedup (all shapes) | GPU |" in md
+    assert "| `01.cu` |" in md and md.count(" NVIDIA H100 |") == 1 and md.count(" NVIDIA H200 |") == 1
+
+
+def test_the_memory_bound_table_shows_the_fastest_answer_not_the_last_named():
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    n = 268435456
+    fast = table.row(va, report("vector_add", "02_float4.cu", [bench(f"n={n}", 1.0, 1, 12 * n, 1.0)]))
+    slow = table.row(va, report("vector_add", "triton_01.py", [bench(f"n={n}", 2.0, 1, 12 * n, 1.0)]))
+    md = table.memory_bound_shapes([fast, slow])
+    assert "`02_float4.cu`" in md and "`triton_01.py`" not in md
+
+
+def test_a_problem_bound_by_compute_on_some_shapes_is_not_in_the_memory_bound_table():
+    fp8 = spec.load_problem(PROBLEMS_DIR / "fp8_gemm")
+    decode, square = "M=128,N=28672,K=8192", "M=8192,N=8192,K=8192"
+    # the decode shape is bound by bytes, the square one by FLOPs (the report's peaks: 3000 GB/s, 700 TFLOPS)
+    r = table.row(fp8, report("fp8_gemm", "02.cu", [bench(decode, 1.0, 6e10, 3e8, 0.1),
+                                                      bench(square, 20.0, 1.1e12, 2.7e8, 1.0)]))
+    assert r.workload == decode and r.unit == "GB/s"
+    assert table.memory_bound_shapes([r]) == ""
