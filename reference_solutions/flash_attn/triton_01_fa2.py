@@ -10,7 +10,9 @@
 # the key loop stops at the block holding the diagonal, and only blocks that cross it are masked
 # (key index > query index gets -inf). Rows past N (the ragged last block) are masked on load and
 # store; keys past N get -inf. D is a power of two here (64 or 128) and a constexpr.
-# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py). On an H200, 2026-11-28
+# (`judge verify --table`): 1.13× FA2 over the 12 shapes (0.99–1.26×), 437.4 TFLOPS
+# at N=16384, D=128; 04_wgmma_pingpong.cu gave 1.45× in the same run.
 import math
 
 import torch

@@ -7,7 +7,9 @@
 # wrong/ controls sum in half and overflow). rstd = 1 / sqrt(Σx² / cols + 1e-6); the second pass
 # reads the row and the weight again and writes x · rstd · w, rounded once to half. Two reads of
 # X and one write: 6 bytes an element, where a row held in registers (the CUDA ladder's 02) needs 4.
-# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py). On an H200, 2026-11-28
+# (`judge verify --table`): 4,078 / 3,022 / 3,744 GB/s (65536×4096 / 16384² /
+# 262144×1024), 1.15× F.rms_norm.
 import torch
 import triton
 import triton.language as tl

