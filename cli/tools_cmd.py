@@ -48,8 +48,8 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             kernel: Optional[str] = typer.Option(None, help="Profile only kernels whose name matches this regex."),
             timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
     """Nsight Compute on one benchmark shape: time, DRAM and SM throughput, tensor pipe, occupancy,
-    bank conflicts, registers and spills per kernel, plus the SASS summary of the build. A .cu file
-    only (a Triton .py is not profiled yet)."""
+    bank conflicts, registers and spills per kernel, plus the SASS summary of the build (a .cu; a
+    Triton .py has none: its compiling and autotuning stay in the unprofiled warm-up call)."""
     from judge.build import nvcc as build
     from judge.gpu import device as gpu_info
     from judge.runner import profile as prof

@@ -1,14 +1,15 @@
 """`judge profile`: Nsight Compute (ncu) on one workload, the few numbers that matter per kernel.
 
-The submission (a `.cu`: the profiled program loads a CUDA build; a Triton `.py` is `Unsupported`
-for now) is built and policed exactly as `submit` does it (COMPILE_ERROR and REJECTED stop
-here), then `python -m judge.runner.profile_target` runs under
+The submission (a `.cu`, whose build the profiled program loads, or a Triton `.py`, whose text it
+executes as the Triton worker does) is built and policed exactly as `submit` does it
+(COMPILE_ERROR and REJECTED stop here), then `python -m judge.runner.profile_target` runs under
 
     ncu --target-processes all --profile-from-start off --clock-control none
         --csv --page raw --print-units base --metrics <METRICS> python -m judge.runner.profile_target ...
 
 which profiles only the kernels of the solve() calls between cudaProfilerStart/Stop (never the
-input generators), leaves the GPU's clocks alone (the GPU may be shared) and prints one CSV row
+input generators, nor Triton's compiling and autotuning, which happen in the unprofiled warm-up
+call), leaves the GPU's clocks alone (the GPU may be shared) and prints one CSV row
 per kernel launch: a header row of column and metric names, a row of units, then the launches.
 A metric this ncu or GPU does not know reads `n/a` and becomes None; a metric ncu refuses by
 name is dropped and the run retried once without it.
@@ -79,8 +80,8 @@ class ShapeError(ValueError):
 
 
 class Unsupported(ValueError):
-    """A file of a language `judge profile` does not profile yet: only a CUDA build's library is
-    loaded by the profiled program (a bad command line, said before ncu is looked for)."""
+    """A file of a language whose worker the profiled program cannot load (it loads the native and
+    the Triton ones'): a bad command line, said before ncu is looked for."""
 
 
 @dataclass
@@ -185,17 +186,23 @@ def ncu_command(ncu: str, metrics: list[str], target: list[str], kernel_regex: s
     return cmd + target
 
 
-def target_command(problem: Problem, lib: Path, workload: Workload, status_file: Path, calls: int) -> list[str]:
-    return [sys.executable, "-m", "judge.runner.profile_target", str(problem.root.resolve()), str(Path(lib).resolve()),
-            json.dumps(workload), str(status_file), "--calls", str(calls)]
+PROFILED_WORKERS = {"native": "lib", "triton": "module"}  # worker → the key of Prepared.load it loads
+
+
+def target_command(problem: Problem, solution: Path, workload: Workload, status_file: Path, calls: int,
+                   worker: str = "native") -> list[str]:
+    """The profiled program: SOLUTION is the built library (native) or the `.py` (triton)."""
+    return [sys.executable, "-m", "judge.runner.profile_target", str(problem.root.resolve()),
+            str(Path(solution).resolve()), json.dumps(workload), str(status_file), "--calls", str(calls),
+            "--worker", worker]
 
 
 def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "sm_90a", device: int = 0,
         calls: int = 1, kernel_regex: str | None = None, timeout_s: float = TIMEOUT_S) -> Profile:
     """Build (as submit), then profile `calls` calls of solve() on one workload under ncu."""
     language = toolchain.for_source(Path(source))
-    if language.worker != "native":
-        raise Unsupported(f"{Path(source).name}: judge profile runs Nsight Compute on a CUDA (.cu) build; "
+    if language.worker not in PROFILED_WORKERS:
+        raise Unsupported(f"{Path(source).name}: judge profile loads CUDA (.cu) and Triton (.py) solutions; "
                           f"profiling a {language.name} file is not built yet (judge submit times it)")
     workload = pick_workload(problem, shape)
     ncu = ncu_path()
@@ -209,7 +216,8 @@ def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "s
     dropped: list[str] = []
     with tempfile.TemporaryDirectory(prefix="judge-profile-") as tmp:
         status_file = Path(tmp) / "status.json"
-        target = target_command(problem, Path(result.load["lib"]), workload, status_file, calls)
+        target = target_command(problem, Path(result.load[PROFILED_WORKERS[language.worker]]), workload,
+                                status_file, calls, language.worker)
         for attempt in range(2):
             cmd = ncu_command(ncu, metrics, target, kernel_regex)
             status_file.unlink(missing_ok=True)

@@ -1,9 +1,13 @@
 """The program `judge profile` runs under Nsight Compute: one workload, a few calls of solve().
 
-    python -m judge.runner.profile_target PROBLEM_DIR LIB WORKLOAD_JSON STATUS_FILE [--calls N]
+    python -m judge.runner.profile_target PROBLEM_DIR SOLUTION WORKLOAD_JSON STATUS_FILE [--calls N]
+        [--worker native|triton]
 
-It draws the workload's inputs with the problem's generators on the GPU (torch), loads the built
-library with ctypes, calls solve() once unprofiled (module loading, lazy initialisation), then
+It draws the workload's inputs with the problem's generators on the GPU (torch), loads the
+solution (`native`: SOLUTION is the built library, loaded with ctypes; `triton`: SOLUTION is the
+`.py`, whose text passes the static policy again and is executed as the Triton worker executes it),
+calls solve() once unprofiled (module loading, lazy initialisation, Triton's compiling and
+autotuning), then
 `--calls` times between cudaProfilerStart and cudaProfilerStop: ncu runs with
 `--profile-from-start off`, so only the kernels solve() launches there are profiled, never the
 input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true} or {"ok": false,
@@ -24,6 +28,8 @@ import ctypes
 import json
 import sys
 import traceback
+from collections.abc import Callable
+from pathlib import Path
 
 
 def _write(path: str, **status) -> None:
@@ -31,13 +37,37 @@ def _write(path: str, **status) -> None:
         json.dump(status, f)
 
 
+def solve_call(problem, worker: str, solution: str, tensors: dict, workload: dict) -> Callable[[], object]:
+    """solve() on these tensors and the workload's scalars, as a call of no arguments."""
+    if worker == "triton":
+        from judge.build import pypolicy
+        from judge.worker.triton_gpu import load
+
+        text = Path(solution).read_text(errors="replace")
+        pypolicy.check_source(text, Path(solution).name)  # the text executed is the text checked
+        fn = load(text, str(Path(solution).resolve()))
+        kwargs = {name: tensors[name] if ct.is_tensor else int(workload[name]) if ct.scalar == "int"
+                  else float(workload[name]) for name, ct in problem.params}
+        return lambda: fn(**kwargs)
+    so = ctypes.CDLL(solution, mode=ctypes.RTLD_LOCAL)
+    native = so.solve
+    native.restype = None
+    native.argtypes = [ctypes.c_void_p if ct.is_tensor else ctypes.c_int if ct.scalar == "int" else ctypes.c_float
+                       for _, ct in problem.params]
+    call_args = [tensors[name].data_ptr() if ct.is_tensor else
+                 int(workload[name]) if ct.scalar == "int" else float(workload[name])
+                 for name, ct in problem.params]
+    return lambda: native(*call_args)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m judge.runner.profile_target")
     ap.add_argument("problem")
-    ap.add_argument("lib")
+    ap.add_argument("solution")
     ap.add_argument("workload")
     ap.add_argument("status_file")
     ap.add_argument("--calls", type=int, default=1)
+    ap.add_argument("--worker", choices=("native", "triton"), default="native")
     args = ap.parse_args(argv)
     try:
         import torch  # first: its libcudart is the one judge.gpu.cudart reuses (by soname)
@@ -56,24 +86,17 @@ def main(argv: list[str] | None = None) -> int:
         workloads.fill_inputs(problem, workload, tensors, secret=0, phase="profile")
         for p in problem.outputs:
             tensors[p.name].zero_()
-        so = ctypes.CDLL(args.lib, mode=ctypes.RTLD_LOCAL)
-        solve = so.solve
-        solve.restype = None
-        solve.argtypes = [ctypes.c_void_p if ct.is_tensor else ctypes.c_int if ct.scalar == "int" else ctypes.c_float
-                          for _, ct in problem.params]
-        call_args = [tensors[name].data_ptr() if ct.is_tensor else
-                     int(workload[name]) if ct.scalar == "int" else float(workload[name])
-                     for name, ct in problem.params]
         rt.synchronize("preparing the inputs")
     except Exception as e:  # noqa: BLE001 — reported through the status file
         _write(args.status_file, ok=False, kind="setup", error=f"{type(e).__name__}: {e}",
                traceback=traceback.format_exc()[-2000:])
         return 3
     try:
-        solve(*call_args)  # warm-up, unprofiled
+        solve = solve_call(problem, args.worker, args.solution, tensors, workload)  # the submission's first code
+        solve()  # warm-up, unprofiled
         rt.last_error("launching solve() (warm-up call)")
         rt.synchronize("solve() on the device (warm-up call)")
-    except Exception as e:  # noqa: BLE001 — a CUDA error of the submission
+    except Exception as e:  # noqa: BLE001 — the submission's error (loading it, a CUDA error, a Python one)
         _write(args.status_file, ok=False, kind="solve", error=f"{type(e).__name__}: {e}")
         return 1
     try:
@@ -83,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     try:
         for _ in range(max(1, args.calls)):
-            solve(*call_args)
+            solve()
         rt.last_error("launching solve()")
         rt.synchronize("solve() on the device")
     except Exception as e:  # noqa: BLE001 — a CUDA error of the submission

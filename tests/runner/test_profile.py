@@ -114,14 +114,51 @@ def test_missing_ncu_is_internal_error(no_ncu):
     assert r.exit_code == 3 and json.loads(r.stdout)["error"].startswith("INTERNAL_ERROR: ncu not found")
 
 
-def test_a_triton_file_is_not_profiled_yet(fake_ncu):
+def test_a_language_the_profiled_program_cannot_load_is_usage(fake_ncu, monkeypatch):
+    monkeypatch.setattr(prof, "PROFILED_WORKERS", {"native": "lib"})
     src = str(SOLUTIONS_DIR / "vector_add" / "triton_01_blocked.py")
     r = runner.invoke(app, ["profile", src])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert "judge profile runs Nsight Compute on a CUDA (.cu) build" in r.output and "triton" in r.output
+    assert "judge profile loads CUDA (.cu) and Triton (.py) solutions" in r.output and "triton" in r.output
     r = runner.invoke(app, ["profile", src, "--json"])
     assert r.exit_code == 2 and "not built yet" in json.loads(r.stdout)["error"]
     assert not fake_ncu.exists()  # ncu never ran
+
+
+def test_a_triton_file_is_profiled_from_its_checked_text(fake_ncu):
+    src = SOLUTIONS_DIR / "vector_add" / "triton_01_blocked.py"
+    r = runner.invoke(app, ["profile", str(src), "--json"])  # the problem from its `# judge:` line
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert len(data["kernels"]) == 2 and data["sass"] == {}  # Triton has no build to summarise
+    (args,) = _calls(fake_ncu)
+    target = args[args.index("judge.runner.profile_target") - 2:]
+    assert Path(target[4]) == src.resolve() and target[-2:] == ["--worker", "triton"]
+    assert Path(target[3]) == (ROOT / "problems" / "vector_add").resolve()
+
+
+def test_a_refused_triton_file_never_reaches_ncu(fake_ncu, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("# judge: vector_add\nimport os\n\n\ndef solve(A, B, C, n):\n    os.system('true')\n")
+    r = runner.invoke(app, ["profile", str(bad)])
+    assert r.exit_code == 1 and "REJECTED" in r.output and "os" in r.output, r.output
+    assert not fake_ncu.exists()
+
+
+def test_the_profiled_program_calls_a_triton_solve_by_name(tmp_path):
+    from judge.runner.profile_target import solve_call
+
+    p = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    names = [name for name, _ in p.params]
+    src = tmp_path / "s.py"
+    src.write_text(f"def solve({', '.join(names)}):\n    return ({', '.join(names)},)\n")
+    tensors = {t.name: f"tensor {t.name}" for t in p.tensors}
+    workload = {name: 7 for name, ct in p.params if not ct.is_tensor}
+    got = solve_call(p, "triton", str(src), tensors, workload)()
+    assert got == tuple(tensors[n] if ct.is_tensor else 7 for n, ct in p.params)
+    src.write_text("import os\n\n\ndef solve(A, B, C, n):\n    pass\n")  # changed after the parent's check
+    with pytest.raises(Exception, match="os"):
+        solve_call(p, "triton", str(src), tensors, workload)
 
 
 def test_bad_shape_is_usage(no_ncu):
@@ -193,7 +230,8 @@ def test_profile_command_end_to_end(fake_ncu):
     target = args[args.index("judge.runner.profile_target") - 2:]
     assert target[0] == sys.executable and Path(target[4]).name == "lib.so" and Path(target[4]).is_absolute()
     assert Path(target[3]) == (ROOT / "problems" / "hgemm").resolve()  # the problem was named, not a path
-    assert json.loads(target[5]) == data_workload(data["workload"]) and target[-2:] == ["--calls", "1"]
+    assert json.loads(target[5]) == data_workload(data["workload"])
+    assert target[-4:] == ["--calls", "1", "--worker", "native"]
 
     r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a"])  # the human table
     assert r.exit_code == 0, r.output
