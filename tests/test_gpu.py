@@ -316,3 +316,18 @@ def test_honest_control_is_accepted(path):
         bound = 0.02 if b.stats.held else stamps.SLACK_MS
         excess = b.stamp_excess_ms
         assert excess is not None and excess < bound, (b.workload, excess, b.stats.held)
+
+
+@pytest.mark.skipif(__import__("judge.runner.profile", fromlist=["ncu_path"]).ncu_path() is None,
+                    reason="needs Nsight Compute (ncu)")
+@pytest.mark.parametrize("answer", ["02_float4.cu", "triton_01_blocked.py"])
+def test_profile_gives_each_kernel_of_solve(answer):
+    """`judge profile` under the real ncu, for both languages: solve()'s kernel, timed, nothing of
+    the input generators (or of Triton's compiling and autotuning)."""
+    from judge.runner import profile as prof
+
+    problem = spec.load_problem(ROOT / "problems" / "vector_add")
+    result = prof.run(problem, ROOT / "reference_solutions" / "vector_add" / answer, calls=2)
+    assert len(result.kernels) == 2, [k.kernel for k in result.kernels]  # one kernel a call
+    assert all(k.duration_us and k.duration_us > 0 and k.dram_pct for k in result.kernels)
+    assert bool(result.sass) == answer.endswith(".cu")
