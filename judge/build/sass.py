@@ -22,11 +22,13 @@ from judge.build import nvcc as build
 from judge.build import toolkit
 
 # The opcodes worth a line, in the order they are shown (the base opcode: `HMMA.16816.F32` → HMMA).
-TENSOR = ("HGMMA", "QGMMA", "IGMMA", "BGMMA", "HMMA", "IMMA", "DMMA", "BMMA")
-SHOWN = TENSOR + ("FFMA", "FMUL", "FADD", "HFMA2", "UTMALDG", "UTMASTG", "UBLKCP", "LDGSTS", "LDSM",
+# QMMA is mma.sync on FP8 (sm_89's native e4m3/e5m2 mma; sm_90 has none: there the same PTX becomes
+# F2FP conversions to fp16 and HMMA, which is why F2FP is shown too).
+TENSOR = ("HGMMA", "QGMMA", "IGMMA", "BGMMA", "HMMA", "QMMA", "IMMA", "DMMA", "BMMA")
+SHOWN = TENSOR + ("FFMA", "FMUL", "FADD", "HFMA2", "F2FP", "UTMALDG", "UTMASTG", "UBLKCP", "LDGSTS", "LDSM",
                   "LDG", "STG", "LDS", "STS", "LDL", "STL", "SHFL", "BAR")
 CACHE_FILE = "sass.json"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: QMMA and F2FP counted
 TIMEOUT_S = 60
 
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")

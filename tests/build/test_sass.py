@@ -118,3 +118,15 @@ def test_submit_shows_a_sass_line_per_kernel():
     lines = r.output.splitlines()
     i = next(i for i, ln in enumerate(lines) if ln.strip().startswith("add4_kernel("))
     assert lines[i + 1].strip().startswith("sass: no tensor-core instructions, "), r.output
+
+
+def test_fp8_mma_sync_counts_as_tensor_core_work():
+    """sm_89's FP8 mma.sync is QMMA; sm_90 builds the same PTX as F2FP conversions and HMMA."""
+    ada = """
+		Function : _Z1kv
+        /*1a70*/                   QMMA.16832.F32.E4M3.E4M3 R52, R44.reuse.ROW, R36.COL, RZ ;   /* 0x0 */
+        /*1a80*/                   F2FP.BF16.F32.PACK_AB R3, R2, R1 ;   /* 0x0 */
+"""
+    counts = sass.parse(ada)["_Z1kv"]
+    assert counts == {"QMMA": 1, "F2FP": 1}
+    assert sass.line(counts) == "1 QMMA, 1 F2FP"  # no "no tensor-core instructions"
