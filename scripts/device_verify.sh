@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # The GPU checks that close a batch of work, in the order they cost: run on the GPU machine from
 # the repository root (`source scripts/on_device.sh` first puts `judge` on PATH). Logs go to
-# ${OUT:-/tmp/device_verify}. Usage: scripts/device_verify.sh gpu-tests | verify | measure
+# ${OUT:-/tmp/device_verify}. Usage: scripts/device_verify.sh gpu-tests | verify | batch [PROBLEM...] | measure
 set -uo pipefail
 OUT=${OUT:-/tmp/device_verify}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-case "${1:?gpu-tests | verify | measure}" in
+case "${1:?gpu-tests | verify | batch [PROBLEM...] | measure}" in
   gpu-tests)  # every GPU test: controls, exploits, crash-then-valid, compare, watch
-    python3 -m pytest -m gpu -q 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 ;;
+    python3 -m pytest -m gpu -q -rs 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 ;;
+  batch)      # `judge verify`, then every other GPU test (test_every_problem_verifies is that same
+              # verify: ~4.5 of pytest's ~13 minutes on an H200, 2026-11-28), then the table rows of
+              # the problems named after `batch` (none: no table)
+    shift
+    judge verify 2>&1 | tee "$OUT/verify.log" | grep -E "FAIL|ok,|✗"
+    python3 -m pytest -m gpu -q -rs --deselect tests/test_gpu.py::test_every_problem_verifies 2>&1 \
+      | tee "$OUT/pytest_gpu.log" | tail -25
+    if [ $# -gt 0 ]; then
+      judge verify --table "$@" 2>&1 | tee "$OUT/table.log" | grep -E "FAIL|ok,|table:"
+      cp reference_solutions/README.md reference_solutions/results.json "$OUT/"
+    fi ;;
   verify)     # every model answer ACCEPTED, every control as declared, under the runtime defences
     judge verify 2>&1 | tee "$OUT/verify.log" | grep -E "FAIL|ok,|✗" ;;
   measure)    # the numbers the docs quote
