@@ -39,6 +39,9 @@ def _write(path: str, **status) -> None:
 
 def solve_call(problem, worker: str, solution: str, tensors: dict, workload: dict) -> Callable[[], object]:
     """solve() on these tensors and the workload's scalars, as a call of no arguments."""
+    def scalar(name, ct):
+        return int(workload[name]) if ct.scalar == "int" else float(workload[name])
+
     if worker == "triton":
         from judge.build import pypolicy
         from judge.worker.triton_gpu import load
@@ -46,17 +49,14 @@ def solve_call(problem, worker: str, solution: str, tensors: dict, workload: dic
         text = Path(solution).read_text(errors="replace")
         pypolicy.check_source(text, Path(solution).name)  # the text executed is the text checked
         fn = load(text, str(Path(solution).resolve()))
-        kwargs = {name: tensors[name] if ct.is_tensor else int(workload[name]) if ct.scalar == "int"
-                  else float(workload[name]) for name, ct in problem.params}
+        kwargs = {name: tensors[name] if ct.is_tensor else scalar(name, ct) for name, ct in problem.params}
         return lambda: fn(**kwargs)
     so = ctypes.CDLL(solution, mode=ctypes.RTLD_LOCAL)
     native = so.solve
     native.restype = None
     native.argtypes = [ctypes.c_void_p if ct.is_tensor else ctypes.c_int if ct.scalar == "int" else ctypes.c_float
                        for _, ct in problem.params]
-    call_args = [tensors[name].data_ptr() if ct.is_tensor else
-                 int(workload[name]) if ct.scalar == "int" else float(workload[name])
-                 for name, ct in problem.params]
+    call_args = [tensors[name].data_ptr() if ct.is_tensor else scalar(name, ct) for name, ct in problem.params]
     return lambda: native(*call_args)
 
 
