@@ -30,6 +30,8 @@ class Shape(BaseModel):
     pct_of_roofline: float
     baseline_ms: float | None
     speedup: float | None  # baseline time / solution time
+    memory_bound: bool | None = None  # this shape's bytes take longer than its FLOPs at the peaks
+    # (None in rows measured before it was recorded)
 
 
 class SolutionRow(BaseModel):
@@ -68,7 +70,7 @@ def row(problem: Problem, report: Report) -> SolutionRow | None:
     memory_ms = b.bytes / (env.peak_copy_gbps * 1e6) if env.peak_copy_gbps else 0.0
     compute_ms = b.flops / (env.peak_tflops * 1e9) if env.peak_tflops else 0.0
     memory_bound = memory_ms >= compute_ms
-    shapes = [_shape(x, memory_bound, env.peak_copy_gbps) for x in report.benchmarks]
+    shapes = [_shape(x, memory_bound, env.peak_copy_gbps, env.peak_tflops) for x in report.benchmarks]
     return SolutionRow(problem=problem.name, level=problem.spec.level, solution=Path(report.solution).name,
                workload=b.workload, unit="GB/s" if memory_bound else "TFLOPS",
                value=round(b.gbps if memory_bound else b.tflops, 1), pct_of_roofline=round(b.roofline_pct, 1),
@@ -78,13 +80,17 @@ def row(problem: Problem, report: Report) -> SolutionRow | None:
                gpu=env.gpu, torch=env.torch, date=report.started_at[:10], shapes=shapes)
 
 
-def _shape(b: BenchResult, memory_bound: bool, peak_copy_gbps: float | None) -> Shape:
+def _shape(b: BenchResult, memory_bound: bool, peak_copy_gbps: float | None, peak_tflops: float | None) -> Shape:
+    """One shape, in the row's unit (`memory_bound` is the row's); whether bytes bound this shape
+    itself is recorded apart (fp8_gemm's rows are in GB/s, but only its decode shape is bound by them)."""
     base = b.baselines[0].median_ms if b.baselines else None
+    own = (b.bytes / (peak_copy_gbps * 1e6) >= b.flops / (peak_tflops * 1e9)
+           if peak_copy_gbps and peak_tflops else None)
     return Shape(workload=b.workload, median_ms=round(b.stats.median_ms, 4),
                  value=round(b.gbps if memory_bound else b.tflops, 1),
                  pct_of_copy=round(100 * b.gbps / peak_copy_gbps, 1) if memory_bound and peak_copy_gbps else None,
                  pct_of_roofline=round(b.roofline_pct, 1), baseline_ms=round(base, 4) if base else None,
-                 speedup=round(b.speedup, 3) if b.speedup is not None else None)
+                 speedup=round(b.speedup, 3) if b.speedup is not None else None, memory_bound=own)
 
 
 def load(path: Path) -> list[SolutionRow]:
@@ -158,9 +164,15 @@ def memory_bound_shapes(rows: list[SolutionRow]) -> str:
 
 def _memory_bound(r: SolutionRow) -> bool:
     """The copy bandwidth bounds every benchmark shape (not only the row's: fp8_gemm's M=128 shape
-    is memory-bound, its square ones are not). Both percentages are rounded to 0.1 apart."""
-    return r.unit == "GB/s" and bool(r.shapes) and all(
-        x.pct_of_copy is not None and abs(x.pct_of_copy - x.pct_of_roofline) <= 0.1 for x in r.shapes)
+    is memory-bound, its square ones are not). Rows measured before shapes recorded their own bound
+    are judged by their percentages: % of copy equals % of roofline (to the 0.1 that rounding
+    leaves) only where bytes bound the shape, and two zeros say nothing (fp8_gemm's naive step)."""
+    if r.unit != "GB/s" or not r.shapes:
+        return False
+    if all(x.memory_bound is not None for x in r.shapes):
+        return all(x.memory_bound for x in r.shapes)
+    return all(x.pct_of_copy is not None and x.pct_of_roofline > 0 and abs(x.pct_of_copy - x.pct_of_roofline) <= 0.1
+               for x in r.shapes)
 
 
 def write_between_markers(path: Path, text: str) -> None:

@@ -129,3 +129,21 @@ def test_a_problem_bound_by_compute_on_some_shapes_is_not_in_the_memory_bound_ta
                                                       bench(square, 20.0, 1.1e12, 2.7e8, 1.0)]))
     assert r.workload == decode and r.unit == "GB/s"
     assert table.memory_bound_shapes([r]) == ""
+
+
+def test_each_shape_records_its_own_bound_and_a_slow_answer_stays_compute_bound():
+    """fp8_gemm's naive step was listed as memory-bound: at < 0.05% of both its roofline and the
+    copy rate, its rounded percentages were equal (0.0) on the square shapes too."""
+    fp8 = spec.load_problem(PROBLEMS_DIR / "fp8_gemm")
+    decode, square = "M=128,N=28672,K=8192", "M=8192,N=8192,K=8192"
+    naive = table.row(fp8, report("fp8_gemm", "01_naive.cu", [bench(decode, 120.0, 6e10, 3e8, 0.07),
+                                                              bench(square, 2200.0, 1.1e12, 2.7e8, 0.75)]))
+    assert [x.memory_bound for x in naive.shapes] == [True, False]
+    assert table.memory_bound_shapes([naive]) == ""
+    # a row stored before shapes recorded their bound, as results.json held it (every % rounded to 0.0)
+    old = naive.model_copy(update={"shapes": [x.model_copy(update={"memory_bound": None, "pct_of_copy": 0.0,
+                                                                   "pct_of_roofline": 0.0}) for x in naive.shapes]})
+    assert table.memory_bound_shapes([old]) == ""
+    va = spec.load_problem(PROBLEMS_DIR / "vector_add")
+    add = table.row(va, report("vector_add", "02.cu", [bench("n=268435456", 1.0, 268435456, 12 * 268435456, 1.1)]))
+    assert add.shapes[0].memory_bound is True and "`02.cu`" in table.memory_bound_shapes([add])
