@@ -10,8 +10,9 @@
 # the key loop stops at the block holding the diagonal; every block it visits takes the mask
 # (key index > query index gets -inf), though only the diagonal one needs it. Rows past N (the
 # ragged last block) are masked on load and store; keys past N get -inf. D is a power of two here
-# (64 or 128) and a constexpr. Not yet tried, for the causal shapes (its weakest: 0.99× at
-# N=16384, D=64): the mask on the diagonal block only, and the query blocks launched longest first.
+# (64 or 128) and a constexpr. Its weakest shapes are the causal ones (0.99× at N=16384, D=64):
+# step 2 (`triton_02_causal_band.py`) masks only the diagonal blocks, launches the longest query
+# blocks first and autotunes the tile.
 # Checked on CPU by `judge test ... --cpu` (tests/test_triton_answers.py). On an H200, 2026-11-28
 # (`judge verify --table`): 1.13× FA2 over the 12 shapes (0.99–1.26×), 437.4 TFLOPS
 # at N=16384, D=128; 04_wgmma_pingpong.cu gave 1.45× in the same run.
