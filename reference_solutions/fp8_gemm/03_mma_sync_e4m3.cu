@@ -31,6 +31,8 @@
 // the conversions on top: hgemm's mma.sync step (05) is its ceiling, and only wgmma (QGMMA) reaches
 // the FP8 rate. What it buys there: the tensor cores at all (the CUDA-core steps stop near
 // 47 TFLOPS), and the lesson that on Hopper FP8 means wgmma.
+// Measured (H200, 2026-11-28, `judge verify --table`): ACCEPTED, 265.2 TFLOPS at 8192³ (0.18×
+// cuBLAS FP8; predicted 250–330), 225.4 at the decode shape, M=128 (0.25×), geomean 0.21×.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
