@@ -180,9 +180,11 @@ class TimedPhase:
     def result(self, s: Session, w: Workload, before: dict[str, Stats], c: CandidateTiming,
                after: dict[str, Stats]) -> BenchResult:
         flops, nbytes, med = float(s.problem.flops(w)), float(s.problem.bytes(w)), c.stats.median_ms
+        baselines = sandwich(s, before, after, c.stats)
+        floor_ms = reported_floor(c.floor_ms, baselines)
         return BenchResult(workload=workload_id(w), stats=c.stats, flops=flops, bytes=nbytes,
-                           tflops=flops / med / 1e9, gbps=nbytes / med / 1e6, floor_ms=c.floor_ms,
-                           roofline_pct=100 * c.floor_ms / med, baselines=sandwich(s, before, after, c.stats),
+                           tflops=flops / med / 1e9, gbps=nbytes / med / 1e6, floor_ms=floor_ms,
+                           roofline_pct=100 * floor_ms / med, baselines=baselines,
                            rechecked_slots=c.checked, telemetry_before=c.telemetry_before,
                            telemetry_after=c.telemetry_after,
                            stamp_excess_ms=None if c.excess is None else round(c.excess, 6))
@@ -268,6 +270,16 @@ class TimedPhase:
                              f"measured {peaks.copy_gbps:.0f} GB/s, or {flops / 1e9:.2f} GFLOP at the measured "
                              "peak): work the timer did not see (another stream?)")
         return floor_ms
+
+
+def reported_floor(peaks_floor_ms: float, baselines: list[BaselineTiming]) -> float:
+    """The shape's roofline floor as reported: the peaks' time for its FLOPs and bytes, or a
+    baseline's median on the same shape in the same run where that is lower. A roofline that a
+    baseline beats was measured too low for these inputs (the peaks come from normal random data:
+    on an H200, cuBLAS's e4m3 GEMM ran 2.8–8% above the measured FP8 peak on fp8_gemm's inputs), and
+    "% of roofline" must not pass 100% for a kernel only as fast as cuBLAS. The impossible-time
+    check keeps the peaks' floor: it runs before the baselines' second pass."""
+    return min([peaks_floor_ms, *(b.median_ms for b in baselines if b.median_ms > 0)])
 
 
 def sandwich(s: Session, before: dict[str, Stats], after: dict[str, Stats], stats: Stats) -> list[BaselineTiming]:
