@@ -67,9 +67,7 @@ def row(problem: Problem, report: Report) -> SolutionRow | None:
     if b is None:
         return None
     env = report.environment
-    memory_ms = b.bytes / (env.peak_copy_gbps * 1e6) if env.peak_copy_gbps else 0.0
-    compute_ms = b.flops / (env.peak_tflops * 1e9) if env.peak_tflops else 0.0
-    memory_bound = memory_ms >= compute_ms
+    memory_bound = bytes_bound(b, env.peak_copy_gbps, env.peak_tflops)
     shapes = [_shape(x, memory_bound, env.peak_copy_gbps, env.peak_tflops) for x in report.benchmarks]
     return SolutionRow(problem=problem.name, level=problem.spec.level, solution=Path(report.solution).name,
                workload=b.workload, unit="GB/s" if memory_bound else "TFLOPS",
@@ -80,12 +78,19 @@ def row(problem: Problem, report: Report) -> SolutionRow | None:
                gpu=env.gpu, torch=env.torch, date=report.started_at[:10], shapes=shapes)
 
 
+def bytes_bound(b: BenchResult, peak_copy_gbps: float | None, peak_tflops: float | None) -> bool:
+    """Whether the shape's bytes take longer than its FLOPs at the peaks (a missing peak counts as
+    taking no time)."""
+    memory_ms = b.bytes / (peak_copy_gbps * 1e6) if peak_copy_gbps else 0.0
+    compute_ms = b.flops / (peak_tflops * 1e9) if peak_tflops else 0.0
+    return memory_ms >= compute_ms
+
+
 def _shape(b: BenchResult, memory_bound: bool, peak_copy_gbps: float | None, peak_tflops: float | None) -> Shape:
     """One shape, in the row's unit (`memory_bound` is the row's); whether bytes bound this shape
     itself is recorded apart (fp8_gemm's rows are in GB/s, but only its decode shape is bound by them)."""
     base = b.baselines[0].median_ms if b.baselines else None
-    own = (b.bytes / (peak_copy_gbps * 1e6) >= b.flops / (peak_tflops * 1e9)
-           if peak_copy_gbps and peak_tflops else None)
+    own = bytes_bound(b, peak_copy_gbps, peak_tflops) if peak_copy_gbps and peak_tflops else None
     return Shape(workload=b.workload, median_ms=round(b.stats.median_ms, 4),
                  value=round(b.gbps if memory_bound else b.tflops, 1),
                  pct_of_copy=round(100 * b.gbps / peak_copy_gbps, 1) if memory_bound and peak_copy_gbps else None,
@@ -122,7 +127,8 @@ def markdown(rows: list[SolutionRow], command: str) -> str:
                else "")
             + "Each row is the largest benchmark shape; % of baseline is the baseline's time over the "
             "solution's (above 100% is faster); % of roofline is the measured floor (copy bandwidth or "
-            "peak FLOP rate of this GPU) over the solution's time; the last column is the geomean "
+            "peak FLOP rate of this GPU; in rows measured since 2026-11-28 11:00 UTC, no higher than the "
+            "baseline's time in the same run) over the solution's time; the last column is the geomean "
             "speedup over every benchmark shape.\n\n")
     gpu_head, gpu_rule = ("| GPU ", "|---") if mixed else ("", "")
     lines = [f"| problem | level | solution | shape | measured | % of baseline | % of roofline | speedup (all shapes) "
