@@ -63,6 +63,7 @@ def test_submit_vector_add_times_against_baseline():
         assert b.telemetry_before and b.telemetry_before.sm_clock_mhz
         assert b.stamp_excess_ms is not None  # the GPU stamps were checked (judge/engine/stamps.py)
     assert report.geomean_speedup and report.geomean_speedup > 0
+    assert set(report.rehearsal_s) == {"torch.add"} and report.rehearsal_s["torch.add"] > 0  # first calls made
     env = report.environment
     assert env.gpu and env.driver and env.nvcc and env.torch and env.peak_copy_gbps
     assert any(e.__class__.__name__ == "Timing" for e in events)

@@ -111,18 +111,21 @@ class TimedPhase:
         return s.peaks
 
     def load_baselines(self, s: Session) -> Iterator[Event]:
+        """Every baseline loaded: by its rehearsal (judge/engine/rehearsal.py), joined here, or now."""
         for b, _ in s.baselines:
             def load(wk: Worker, fresh: bool, b: Impl = b) -> Generator[Event, None, None]:
-                if not fresh:  # a restarted worker is loaded already
+                if fresh:  # a restarted worker is loaded already
+                    pass
+                elif s.rehearsal is not None and s.rehearsal.started(b):
+                    s.rehearsal.join(b)
+                else:
                     self.load_baseline(s, b, wk)
                 yield from ()
 
             yield from self.on_baseline(s, b, load)
 
     def load_baseline(self, s: Session, b: Impl, wk: Worker) -> None:
-        path, func = s.problem.impl_path(b.impl)
-        s.load(wk, {"baseline": {"file": str(path), "func": func, "source": s.baseline_sources[b.impl]}},
-               f"loading baseline {b.name}", timeout_s=300)
+        s.load_baseline(b, wk)
 
     def on_baseline(self, s: Session, b: Impl, step: Step[T]) -> Generator[Event, None, T]:
         """`step` with baseline `b`'s worker. If that worker is killed or stopped from outside

@@ -40,6 +40,7 @@ from judge.engine import guards
 from judge.engine.benchmarks import TimedPhase
 from judge.engine.correctness import cases, run_tests
 from judge.engine.outcome import RunFailure
+from judge.engine.rehearsal import Rehearsal
 from judge.engine.roles import CANDIDATE, baseline_role
 from judge.engine.session import Options, Phases, Session, Warm
 from judge.engine.warmup import warm_up
@@ -69,6 +70,11 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
             prepared = yield from build_and_start(s, source, arch)
         with s.phase("preload"):
             preload(s)
+            rehearse(s)
+        if s.triton and s.rehearsal is not None:  # judge/engine/rehearsal.py says why
+            yield Stage("the baselines' first calls")
+            with s.phase("rehearsal"):
+                s.rehearsal.wait()
         yield Stage("starting the worker")
         with s.phase("load"):
             s.load(s.candidate, prepared.load)
@@ -144,6 +150,8 @@ def start_workers(s: Session) -> None:
         s.spare = s.spawn(CANDIDATE)
     if s.opts.mode == "submit":
         s.baselines = [(b, s.spawn(baseline_role(b.name), torch=True)) for b in s.problem.baselines]
+        read_baselines(s)
+        rehearse(s)
     s.start_torch()
 
 
@@ -166,10 +174,32 @@ def preload(s: Session) -> None:
         workloads.load_function(problem, problem.spec.reference)
         if isinstance(problem.spec.check, Custom):
             problem.spec.check.function()
-        if s.opts.mode == "submit":
-            s.baseline_sources = {b.impl: problem.impl_path(b.impl)[0].read_text() for b in problem.baselines}
     except Exception as e:  # noqa: BLE001 — the problem's files are the judge's
-        raise RunFailure(Status.INTERNAL_ERROR,
-                         f"loading {problem.name}'s Python files: {type(e).__name__}: {e}") from None
+        raise files_failed(s, e) from None
+    if s.opts.mode == "submit" and not s.baseline_sources:
+        read_baselines(s)
     if timed(s) and s.peaks is None:
         s.peaks = device.peaks(s.require_gpu())
+
+
+def read_baselines(s: Session) -> None:
+    """The text of each baseline's file, which its worker executes (`preload` says why); read with
+    the workers' start in a submit run, so that their rehearsal can begin (`rehearse`)."""
+    try:
+        s.baseline_sources = {b.impl: s.problem.impl_path(b.impl)[0].read_text() for b in s.problem.baselines}
+    except Exception as e:  # noqa: BLE001 — the problem's files are the judge's
+        raise files_failed(s, e) from None
+
+
+def files_failed(s: Session, e: Exception) -> RunFailure:
+    return RunFailure(Status.INTERNAL_ERROR, f"loading {s.problem.name}'s Python files: {type(e).__name__}: {e}")
+
+
+def rehearse(s: Session) -> None:
+    """The baselines' first calls, in threads, from here on (judge/engine/rehearsal.py): once the
+    device's peaks are known (measuring them wants the GPU to itself) and the baselines' files are
+    read, in a timed run whose options ask for it."""
+    if (s.rehearsal is None and s.opts.rehearse and timed(s) and s.baselines and s.peaks is not None
+            and s.baseline_sources):
+        s.rehearsal = Rehearsal(s)
+        s.rehearsal.start()

@@ -47,6 +47,16 @@ class Warm(Protocol):
 Phase = Callable[["Session"], Iterator[Event]]
 
 
+class Rehearsing(Protocol):
+    """The baselines' first calls under way beside the run (judge/engine/rehearsal.py's `Rehearsal`)."""
+
+    def started(self, b: Impl) -> bool: ...
+
+    def join(self, b: Impl) -> None: ...
+
+    def wait(self) -> None: ...
+
+
 @dataclass
 class Phases:
     """The run's phases after the candidate is loaded (judge/engine/run.py's defaults: the tests,
@@ -67,6 +77,7 @@ class Options:
     secret: int | None = None  # default: fresh per run
     warm: Warm | None = None  # a warm session's worker and cached references (judge watch)
     hidden: int = 2  # hidden test cases drawn per run (judge/problem/hidden.py)
+    rehearse: bool = True  # the baselines' first calls while the candidate builds (judge/engine/rehearsal.py)
     sass: bool = True  # count each kernel's SASS opcodes after the build (cuobjdump: ~0.6 s)
     phases: Phases | None = None  # default: judge/engine/run.py's `default_phases()`
 
@@ -94,6 +105,7 @@ class Session:
         # measured peaks, and the text of every baseline's file (what its worker executes).
         self.peaks: device.Peaks | None = None
         self.baseline_sources: dict[str, str] = {}
+        self.rehearsal: Rehearsing | None = None  # the baselines' first calls, in threads (judge/engine/rehearsal.py)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -191,6 +203,12 @@ class Session:
             self.report.environment.confined = bool(getattr(worker, "confined", False))
             self.report.environment.pid_namespace = getattr(worker, "pid_namespace", False) is True
             self.report.environment.cgroup = getattr(worker, "group", None) is not None
+
+    def load_baseline(self, b: Impl, worker: Worker) -> None:
+        """Baseline `b` into its worker: the text of its file as `preload` read it."""
+        path, func = self.problem.impl_path(b.impl)
+        self.load(worker, {"baseline": {"file": str(path), "func": func, "source": self.baseline_sources[b.impl]}},
+                  f"loading baseline {b.name}", timeout_s=300)
 
     def retire_candidate(self) -> None:
         """End the candidate's worker, its whole process tree with it (judge/worker/client.py's

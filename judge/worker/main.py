@@ -12,8 +12,8 @@ and answers one JSON line, tagged with the nonce, on the channel; its own stdout
 capped log the parent reads. It holds no reference outputs and no seeds: only the buffers the
 parent shares with it through CUDA IPC, as torch tensors.
 
-Commands (judge/worker/protocol.py, shared with the parent): init, map, unmap, call, prepare,
-time_batch, exit. Any CUDA error is answered with its runtime name and text, then the worker
+Commands (judge/worker/protocol.py, shared with the parent): init, rehearse, map, unmap, call,
+prepare, time_batch, exit. Any CUDA error is answered with its runtime name and text, then the worker
 exits: after a sticky error its context is unusable. A baseline's outputs are not checked for
 completeness (the parent sends no `counter`) and its inputs are never sealed: its failures are the
 judge's own. The Triton candidate's worker (judge/worker/triton_gpu.py) is this class with a
@@ -100,6 +100,24 @@ class Worker:
             self.rt.ipc_close(ptr)
         self.buffers.clear()
         return {}
+
+    def rehearse(self, workloads: list[list[dict]]) -> dict:
+        """The baseline's first call on each workload (one argument list each: a tensor as
+        {"alloc": {"dtype", "shape"}}, zeros this worker allocates, or a scalar), untimed, so that
+        what a library does once per shape (cuDNN's plan, a kernel's lazy load) is done before the
+        baseline is timed (judge/engine/rehearsal.py). Everything allocated is freed."""
+        import torch
+
+        t0 = time.perf_counter()
+        for args in workloads:
+            tensors = [torch.zeros(a["alloc"]["shape"], dtype=getattr(torch, a["alloc"]["dtype"]), device="cuda")
+                       if "alloc" in a else a.get("int", a.get("float")) for a in args]
+            self.call_target(tensors)
+            self.rt.last_error("the baseline's first call")
+            self.rt.synchronize("the baseline's first call")
+            del tensors
+        torch.cuda.empty_cache()
+        return {"seconds": float(round(time.perf_counter() - t0, 4))}
 
     def _args(self, args: list) -> list:
         return [self.tensors[a["buf"]] if "buf" in a else a["int"] if "int" in a else a["float"] for a in args]

@@ -35,10 +35,12 @@ from judge import paths
 
 # The worker's commands (a method of judge/worker/main.py's `Worker` each, but `exit`). `warm` and
 # `confine` are the Triton candidate's (judge/worker/triton_gpu.py): solve() once per workload while
-# Triton may still compile, then the sandbox; the other workers refuse them.
-Op = Literal["init", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine", "exit"]
+# Triton may still compile, then the sandbox; the other workers refuse them. `rehearse` is a
+# baseline's alone (judge/engine/rehearsal.py): its first calls, on zeros it allocates itself.
+Op = Literal["init", "rehearse", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine", "exit"]
 OPS: frozenset[str] = frozenset(get_args(Op))
 TRITON_OPS = frozenset({"warm", "confine"})  # the Triton worker's alone
+BASELINE_OPS = frozenset({"rehearse"})  # the baseline worker's alone
 
 # Timed calls per `time_batch` request: the worker holds this many event pairs, and the parent
 # keeps this many check records (CHECK_STRIDE bytes each) for a benchmark shape.

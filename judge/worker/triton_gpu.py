@@ -52,6 +52,8 @@ PR_SET_DUMPABLE = 4
 
 
 class TritonWorker(Worker):
+    rehearse = None  # type: ignore[assignment]  # a baseline's command (protocol.BASELINE_OPS): refused here
+
     def __init__(self, out, nonce: str):
         super().__init__(out, nonce)
         self.watch = Watch()

@@ -802,8 +802,10 @@ def test_doctor_says_when_the_namespace_would_have_no_proc(built, monkeypatch):
 # -- wiring ------------------------------------------------------------------------------------------------------
 def test_the_native_worker_answers_every_command():
     source = (NATIVE / "worker.cu").read_text()
-    for op in protocol.OPS - protocol.TRITON_OPS:
+    for op in protocol.OPS - protocol.TRITON_OPS - protocol.BASELINE_OPS:
         assert f'op == "{op}"' in source, op
+    for op in protocol.BASELINE_OPS:  # refused as unknown: a candidate never allocates its own inputs
+        assert f'op == "{op}"' not in source, op
 
 
 def test_the_report_says_whether_the_candidate_was_confined():

@@ -20,7 +20,8 @@ def test_the_worker_imports_neither_torch_nor_pydantic():
 def test_every_command_is_a_method_of_the_worker():
     from judge.worker.main import Worker
 
-    assert protocol.OPS == {"init", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine", "exit"}
+    assert protocol.OPS == {"init", "rehearse", "map", "unmap", "call", "prepare", "time_batch", "warm", "confine",
+                            "exit"}
     assert all(callable(getattr(Worker, op, None)) for op in protocol.OPS - protocol.TRITON_OPS - {"exit"})
     assert not any(hasattr(Worker, op) for op in protocol.TRITON_OPS)  # a baseline's worker refuses them
 
@@ -29,7 +30,8 @@ def test_the_triton_worker_adds_warm_and_confine():
     pytest.importorskip("triton")
     from judge.worker.triton_gpu import TritonWorker
 
-    assert all(callable(getattr(TritonWorker, op, None)) for op in protocol.OPS - {"exit"})
+    assert all(callable(getattr(TritonWorker, op, None)) for op in protocol.OPS - protocol.BASELINE_OPS - {"exit"})
+    assert not any(callable(getattr(TritonWorker, op, None)) for op in protocol.BASELINE_OPS)  # a candidate's
 
 
 def test_the_batch_limit_is_the_parents_too():
