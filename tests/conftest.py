@@ -82,6 +82,18 @@ def judge_cache(tmp_path_factory):
     mp.undo()
 
 
+@pytest.fixture
+def no_nvml(monkeypatch):
+    """The GPU's health gate open and its telemetry empty, as on a fit GPU, whatever this machine
+    has (the engine's CPU tests: `pytestmark = pytest.mark.usefixtures("no_nvml")`; a test may
+    patch either again)."""
+    from judge.contract.report import Telemetry
+    from judge.gpu import device, health
+
+    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
+    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
+
+
 @pytest.fixture(scope="session")
 def problem_builds(tmp_path_factory, judge_cache):
     """ONE build_many for: every problem's `judge init` starter (sm_90a) and every reference solution

@@ -9,7 +9,6 @@ import torch
 from conftest import PROBLEMS_DIR
 from fakes import PEAKS, QUICK, CpuSolver, FakeWorker, cpu_session, drive, record_check, record_stamps
 
-from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
 from judge.engine import correctness, guards, stamps
 from judge.engine.batch_checks import BatchChecks
@@ -17,15 +16,11 @@ from judge.engine.benchmarks import TimedPhase
 from judge.engine.buffers import make_slots
 from judge.engine.outcome import RunFailure
 from judge.engine.roles import baseline_role
-from judge.gpu import device, guard_regions, health, integrity
+from judge.gpu import device, guard_regions, integrity
 from judge.problem import spec
 from judge.worker.protocol import CHECK_COUNT, CHECK_FINGERPRINT, CHECK_STRIDE, MAX_CALLS_PER_BATCH
 
-
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
-    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
+pytestmark = pytest.mark.usefixtures("no_nvml")  # tests/conftest.py
 
 
 @pytest.fixture

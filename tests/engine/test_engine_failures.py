@@ -21,7 +21,6 @@ from fakes import (
     with_benchmarks,
 )
 
-from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
 from judge.engine import compare as comparing
 from judge.engine import correctness, guards, reservoir
@@ -37,6 +36,8 @@ from judge.problem import spec
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import CHECK_COUNT, CHECK_FINGERPRINT
 
+pytestmark = pytest.mark.usefixtures("no_nvml")  # tests/conftest.py
+
 # kind of WorkerFailure -> (the candidate's status, how its message starts)
 CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
              "crash": (Status.RUNTIME_ERROR, "solve(): no answer"),
@@ -47,13 +48,6 @@ CANDIDATE = {"timeout": (Status.TIMEOUT, "solve(): no answer"),
              "malformed": (Status.RUNTIME_ERROR, "solve(): no answer")}
 KINDS = sorted(CANDIDATE)
 LONGER = TimingPolicy(min_samples=40, warmup_ms=0.0, batch_s=0.00001, budget_s=0.05, min_time_s=0.0, rest=0.0)
-
-
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    """The health gate and telemetry as on a fit GPU, whatever this machine has."""
-    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
-    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
 
 
 @pytest.fixture

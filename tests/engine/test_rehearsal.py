@@ -10,24 +10,19 @@ import pytest
 from conftest import PROBLEMS_DIR
 from fakes import PEAKS, QUICK, CpuSolver, FakeWorker, cpu_session, drive, fails_on, with_benchmarks
 
-from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
 from judge.engine import run
 from judge.engine.benchmarks import TimedPhase
 from judge.engine.outcome import RunFailure
 from judge.engine.rehearsal import Rehearsal, workload_args
 from judge.engine.roles import baseline_role
-from judge.gpu import device, health
+from judge.gpu import device
 from judge.problem import spec
 from judge.worker.client import WorkerFailure
 
+pytestmark = pytest.mark.usefixtures("no_nvml")  # tests/conftest.py
+
 KILLED = WorkerFailure("crash", "x: the worker was killed by SIGKILL", signal="SIGKILL")
-
-
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
-    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
 
 
 @pytest.fixture

@@ -9,27 +9,21 @@ import pytest
 from conftest import PROBLEMS_DIR
 from fakes import PEAKS, CpuSolver, FakeWorker, cpu_session, drive
 
-from judge.contract.report import Telemetry
 from judge.contract.verdict import Status
 from judge.engine import reservoir, stash
 from judge.engine.benchmarks import TimedPhase
 from judge.engine.outcome import RunFailure
 from judge.engine.reservoir import MAX_STASH, MIN_STASH, Reservoir, fit
 from judge.engine.stats import TimingPolicy
-from judge.gpu import device, health
 from judge.problem import spec
+
+pytestmark = pytest.mark.usefixtures("no_nvml")  # tests/conftest.py
 
 # The budget is out of reach: with constant fake times the noise rule stops at min_batches. A wall-time
 # budget of 0.05 s stopped a loaded CPU after 6 batches, and one of 5 s after 7 (CI, 2026-11-28, one
 # of test_the_stash_is_checked_against_its_own_draw's 100 runs, beside nvcc builds).
 QUICK = TimingPolicy(min_samples=5, min_batches=10, warmup_ms=0.0, batch_s=0.00001, budget_s=3600,
                      min_time_s=0.0, rest=0.0)
-
-
-@pytest.fixture(autouse=True)
-def no_nvml(monkeypatch):
-    monkeypatch.setattr(health, "wait_until_fit", lambda index, dead, **kw: 0.0)
-    monkeypatch.setattr(device, "telemetry", lambda index=0: Telemetry())
 
 
 @pytest.fixture
