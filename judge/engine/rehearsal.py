@@ -12,7 +12,7 @@ and tests the candidate. The timed phase joins the thread before it times anythi
 
 Why it is fair: a baseline is timed only after the join, as before, with its warm-up and its
 timed calls on the parent's inputs; only its one-off set-up left the window. Nothing of the
-candidate runs in a baseline's process. A Triton candidate's tests are joined first
+candidate runs in a baseline's process. A Triton candidate's load waits for every thread first
 (`evaluate`): its autotuner times configurations while it warms up, and a baseline's kernels on
 the same GPU would skew its choice.
 
