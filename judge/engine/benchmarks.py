@@ -115,8 +115,8 @@ class TimedPhase:
         for b, _ in s.baselines:
             def load(wk: Worker, fresh: bool, b: Impl = b) -> Generator[Event, None, None]:
                 if fresh:  # a restarted worker is loaded already
-                    pass
-                elif s.rehearsal is not None and s.rehearsal.started(b):
+                    return
+                if s.rehearsal is not None and s.rehearsal.started(b):
                     s.rehearsal.join(b)
                 else:
                     self.load_baseline(s, b, wk)

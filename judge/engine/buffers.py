@@ -17,6 +17,7 @@ from judge.engine.outcome import RunFailure
 from judge.engine.reservoir import fit
 from judge.engine.roles import Worker
 from judge.engine.session import Session
+from judge.problem.abi import CType
 from judge.problem.spec import Workload, workload_id
 
 if TYPE_CHECKING:
@@ -40,15 +41,12 @@ def alloc(s: Session, tag: str, w: Workload) -> dict[str, Buffer]:
 
 def call_args(s: Session, bufs: dict[str, Buffer], w: Workload) -> list[dict]:
     """solve()'s arguments as the worker is told them: buffer ids and the workload's scalars."""
-    out: list[dict] = []
-    for name, ct in s.problem.params:
-        if ct.is_tensor:
-            out.append({"buf": bufs[name].id})
-        elif ct.scalar == "int":
-            out.append({"int": int(w[name])})
-        else:
-            out.append({"float": float(w[name])})
-    return out
+    return [{"buf": bufs[name].id} if ct.is_tensor else scalar_arg(ct, w[name]) for name, ct in s.problem.params]
+
+
+def scalar_arg(ct: CType, value: float) -> dict:
+    """A scalar argument of solve() as the workers are told it."""
+    return {"int": int(value)} if ct.scalar == "int" else {"float": float(value)}
 
 
 def nbytes(s: Session, w: Workload, outputs: bool = False) -> int:

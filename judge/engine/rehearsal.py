@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 
+from judge.engine.buffers import scalar_arg
 from judge.engine.session import Session
 from judge.problem.spec import Impl
 
@@ -78,12 +79,5 @@ class Rehearsal:
 def workload_args(s: Session, w: dict) -> list[dict]:
     """solve()'s arguments on workload `w` as `rehearse` takes them: each tensor as the dtype and
     shape the worker allocates (zeros), each scalar as its value."""
-    out: list[dict] = []
-    for name, ct in s.problem.params:
-        if ct.is_tensor:
-            out.append({"alloc": {"dtype": ct.element.dtype, "shape": list(s.problem.shape_of(name, w))}})  # type: ignore[union-attr]
-        elif ct.scalar == "int":
-            out.append({"int": int(w[name])})
-        else:
-            out.append({"float": float(w[name])})
-    return out
+    return [{"alloc": {"dtype": ct.element.dtype, "shape": list(s.problem.shape_of(name, w))}}  # type: ignore[union-attr]
+            if ct.is_tensor else scalar_arg(ct, w[name]) for name, ct in s.problem.params]
