@@ -33,12 +33,13 @@ stdout: a markdown table headed by the device, driver, CUDA, torch and the date,
 docs/benchmarks.md; `--json FILE` keeps every raw number. Progress goes to stderr. The subprocesses
 and the profiles run first, the CUDA graphs last (so no CUDA context of this process sits beside a
 judged run). Exit status 0 when every measured target is met, 1 when one is not, 2 on a bad
-command line. GPU 0 only.
+command line. GPU 0 unless `--device N` (nvidia-smi's numbering).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -415,8 +416,19 @@ def call_kwargs(problem: Problem, w: Workload, tensors: dict[str, Any]) -> dict[
 
 
 # -- GPU and subprocess parts (the lead engineer's H100) -------------------------------------------
+DEVICE: int | None = None  # --device: the GPU's NVML index (nvidia-smi's); None: the judge's default
+
+
 def judge_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "cli", *args]
+    return [sys.executable, "-m", "cli", *args, *(["--device", str(DEVICE)] if DEVICE is not None else [])]
+
+
+def judge_env() -> dict[str, str] | None:
+    """The judge's own environment: it takes the GPU as `--device`, an NVML index, so this
+    script's CUDA_VISIBLE_DEVICES (set for its own torch) must not reach it."""
+    if DEVICE is None:
+        return None
+    return {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
 
 
 def measure_torch_start() -> float:
@@ -433,7 +445,7 @@ def run_submit(problem: Problem, answer: Path) -> Submit:
     t0 = time.perf_counter()
     try:
         p = subprocess.run(judge_cmd("submit", str(problem.root), str(answer), "--json", "--no-record"),
-                           cwd=ROOT, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
+                           cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return Submit(status="NO_REPORT", message=f"judge submit ran past {SUBMIT_TIMEOUT_S} s",
                       subprocess_s=time.perf_counter() - t0)
@@ -445,7 +457,7 @@ def run_profile(problem: Problem, answer: Path, index: int, calls: int) -> NcuSh
     try:
         p = subprocess.run(judge_cmd("profile", str(problem.root), str(answer), "--shape", str(index),
                                      "--calls", str(calls), "--json"),
-                           cwd=ROOT, capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
+                           cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return NcuShape(w, calls, error=f"judge profile ran past {SUBMIT_TIMEOUT_S} s")
     return ncu_from_stdout(w, calls, p.stdout, p.returncode, p.stderr)
@@ -566,6 +578,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--runs", type=int, default=5, help="judge submit runs per answer (default 5)")
     ap.add_argument("--replays", type=int, default=100, help=f"timed CUDA-graph replays (at least {MIN_REPLAYS})")
     ap.add_argument("--ncu-calls", type=int, default=3, help="solve() calls profiled per shape (1..20, default 3)")
+    ap.add_argument("--device", type=int, metavar="N",
+                    help="the GPU, as nvidia-smi numbers it (default: the judge's default, GPU 0)")
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every raw number here")
     a = ap.parse_args(argv)
     if a.runs < 1:
@@ -590,7 +604,11 @@ def select_problems(names: str | None) -> list[Problem]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global DEVICE
     a = parse_args(argv)
+    if a.device is not None:  # this process's torch (graphs, torch's start) on that GPU, the judge told by --device
+        DEVICE = a.device
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(a.device)
     try:
         problems = select_problems(a.problems)
     except (ValueError, problem_spec.ProblemError) as e:

@@ -440,3 +440,16 @@ def test_replay_a_baseline_that_cannot_be_captured_is_na(monkeypatch):
     g = ft.replay(fake, bincount, {}, 60)
     assert g.times_ms == [] and g.median_ms is None
     assert g.error == "capture: RuntimeError: CUDA error: operation not permitted when stream is capturing"
+
+
+def test_device_reaches_the_judge_as_its_nvml_index_and_this_process_as_cuda_visible(monkeypatch, capsys):
+    _fake_gpu(monkeypatch)
+    monkeypatch.setattr(ft, "DEVICE", None)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert ft.judge_cmd("submit", "p") == [sys.executable, "-m", "cli", "submit", "p"] and ft.judge_env() is None
+    assert ft.main(["--problems", "vector_add", "--runs", "1", "--device", "1"]) == 0
+    assert ft.judge_cmd("submit", "p")[-2:] == ["--device", "1"]
+    assert ft.os.environ["CUDA_VISIBLE_DEVICES"] == "1"  # the script's own torch: that GPU
+    env = ft.judge_env()
+    assert env is not None and "CUDA_VISIBLE_DEVICES" not in env and env["PATH"] == ft.os.environ["PATH"]
+    monkeypatch.setattr(ft, "DEVICE", None)
