@@ -3,7 +3,8 @@
 Buffers are plain `cudaMalloc` allocations (one per tensor), so an IPC handle maps that tensor
 and its guard region into a worker and nothing else of the parent's memory. Every allocation ends
 in a guard region (judge/gpu/guard_regions.py): the tensor's `nbytes`, the size the worker is
-told, then at least GUARD_BYTES of slack the parent fills and checks.
+told, then at least GUARD_BYTES of slack the parent fills and checks; the allocation is rounded up
+to a multiple of 2 MiB (guard_regions.MAP_ALIGN says why).
 """
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ class DeviceBuffers:
         itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         nbytes = max(1, itemsize * _numel(shape))
         total = guard_regions.padded(nbytes)
-        ptr = self.rt.malloc(total)
+        ptr = self.rt.malloc(guard_regions.allocated(nbytes))
         slack = tensor_at(ptr + nbytes, total - nbytes, "uint8", (total - nbytes,))
         buf = Buffer(id, ptr, nbytes, dtype, tuple(shape), tensor_at(ptr, nbytes, dtype, shape)
                      if _numel(shape) else torch.empty(shape, dtype=getattr(torch, dtype), device="cuda"),

@@ -26,13 +26,26 @@ import torch
 
 GUARD_BYTES = 64 << 10  # at least this much slack after every buffer: a float4 tail, a row of a tile
 ALLOC_ALIGN = 256  # cudaMalloc's alignment: every allocation is rounded up to it
+# What the parent allocates for each buffer is a multiple of this: a worker maps the whole
+# allocation through CUDA IPC, and an allocation whose size is not a multiple of 2 MiB (a tensor
+# plus its guard region, as it was) is mapped there in a way that made some access patterns up to
+# 2.3x slower than on the parent's own mapping: a transposed `copy_` at 4096 x 16384, cross_entropy
+# at vocab 50257 (H200, 2026-11-28, scripts/probes/ipc_mapping.py; rounded up: within 1%).
+MAP_ALIGN = 2 << 20
 INT_BYTE = 0x5A  # the slack of integer inputs: 0x5A5A5A5A as int32
 
 
 def padded(nbytes: int) -> int:
-    """The bytes allocated for a buffer of `nbytes`: its slack is the rest (>= GUARD_BYTES)."""
+    """A buffer of `nbytes` and its guard region: the slack is the rest (>= GUARD_BYTES)."""
     total = nbytes + GUARD_BYTES
     return (total + ALLOC_ALIGN - 1) // ALLOC_ALIGN * ALLOC_ALIGN
+
+
+def allocated(nbytes: int) -> int:
+    """The bytes the parent allocates for a buffer of `nbytes`: `padded` rounded up to MAP_ALIGN.
+    Past the guard region the rest is neither filled nor checked (it was mapped before too: the
+    driver hands out 2 MiB pages), only shared with it."""
+    return -(-padded(nbytes) // MAP_ALIGN) * MAP_ALIGN
 
 
 def pattern(nbytes: int, dtype: str, output: bool) -> torch.Tensor:

@@ -6,11 +6,16 @@ The judge's parent allocates every buffer with cudaMalloc (judge/gpu/devmem.py) 
 maps it with cudaIpcOpenMemHandle (judge/gpu/cudart.py). For each case below, on every benchmark
 shape of its problem, this times one call three ways in one child process, with CUDA events after
 an L2 flush (a read of 256 MiB), rounds interleaved, the median of ROUNDS:
-  - own:  buffers the child allocated itself (cudaMalloc), as in a CUDA-graph replay or `judge profile`;
-  - ipc:  the parent's cudaMalloc buffers mapped through CUDA IPC, as the judge's workers see them;
+  - own:  buffers the child allocated itself (cudaMalloc of the tensor's bytes), as in a CUDA-graph
+          replay or `judge profile`;
+  - own+guard: the child's own cudaMalloc of the judge's size (the bytes and the guard region:
+          guard_regions.padded), not a multiple of 2 MiB;
+  - ipc:  the parent's buffers (DeviceBuffers, that size) mapped through CUDA IPC, as the judge's
+          workers see them;
+  - ipc 2 MiB: the same through IPC, the parent's cudaMalloc rounded up to a multiple of 2 MiB;
   - vmm:  the parent's buffers made with the driver's virtual memory API (cuMemCreate, exported as a
-          POSIX file descriptor) and mapped in the child with cuMemMap, a way the judge could share them.
-All three hold the same input bytes (drawn once by the problem's generators); the outputs must agree.
+          POSIX file descriptor) and mapped in the child with cuMemMap.
+All of them hold the same input bytes (drawn once by the problem's generators); the outputs must agree.
 Cases: transpose's baseline `B.copy_(A.t())` always; then each PROBLEM LIBRARY.so pair: solve() of a
 native model answer (built as `judge` builds it, e.g. nvcc -O3 -gencode arch=compute_90a,code=sm_90a
 -shared -Xcompiler -fPIC FILE.cu -o FILE.so). Prints a markdown table.
@@ -28,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 ROUNDS = 30
+MIB2 = 2 << 20
+WAYS = ("own", "own+guard", "ipc", "ipc 2 MiB", "vmm")
 POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 
 
@@ -117,6 +124,7 @@ def nbytes_of(dtype: str, shape: tuple[int, ...]) -> int:
 def child(conn, plan: list, q) -> None:
     import torch
 
+    from judge.gpu import guard_regions
     from judge.gpu.cudart import Runtime
     from judge.gpu.devmem import tensor_at
     from judge.problem import spec
@@ -128,14 +136,17 @@ def child(conn, plan: list, q) -> None:
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     out = []
     for name, so, w, tensors in plan:
-        ways: dict[str, dict] = {"own": {}, "ipc": {}, "vmm": {}}
-        for tname, dtype, shape, ipc_handle in tensors:
+        ways: dict[str, dict] = {k: {} for k in WAYS}
+        for tname, dtype, shape, ipc_handle, ipc_2m in tensors:
             nb = nbytes_of(dtype, shape)
             fd = reduction.recv_handle(conn)
             ways["ipc"][tname] = tensor_at(rt.ipc_open(bytes.fromhex(ipc_handle)), nb, dtype, shape)
+            ways["ipc 2 MiB"][tname] = tensor_at(rt.ipc_open(bytes.fromhex(ipc_2m)), nb, dtype, shape)
             ways["vmm"][tname] = tensor_at(vmm.map(vmm.import_fd(fd), nb), nb, dtype, shape)
             ways["own"][tname] = tensor_at(rt.malloc(nb), nb, dtype, shape)
-            ways["own"][tname].copy_(ways["ipc"][tname])
+            ways["own+guard"][tname] = tensor_at(rt.malloc(guard_regions.padded(nb)), nb, dtype, shape)
+            for k in ("own", "own+guard"):
+                ways[k][tname].copy_(ways["ipc"][tname])
         problem = spec.load_problem(ROOT / "problems" / name)
         if so is None:
             calls = {k: (lambda t=t: t["B"].copy_(t["A"].t())) for k, t in ways.items()}
@@ -150,7 +161,7 @@ def child(conn, plan: list, q) -> None:
                 if r >= 3:
                     times[k].append(s.elapsed_time(e))
         outs = [p.name for p in problem.outputs]
-        same = all(torch.equal(ways["own"][o], ways[k][o]) for o in outs for k in ("ipc", "vmm"))
+        same = all(torch.equal(ways["own"][o], ways[k][o]) for o in outs for k in WAYS)
         label = "copy_ (baseline)" if so is None else Path(so).stem
         out.append((name, label, spec.workload_id(w), {k: statistics.median(v) for k, v in times.items()}, same))
         torch.cuda.synchronize()
@@ -160,13 +171,15 @@ def child(conn, plan: list, q) -> None:
 def main(argv: list[str]) -> None:
     import torch
 
+    from judge.gpu import guard_regions
     from judge.gpu.cudart import Runtime
     from judge.gpu.devmem import DeviceBuffers, tensor_at
     from judge.problem import spec, workloads
 
     if len(argv) % 2:
         sys.exit("usage: ipc_mapping.py [PROBLEM LIBRARY.so ...]")
-    bufs = DeviceBuffers(Runtime())
+    rt = Runtime()
+    bufs = DeviceBuffers(rt)
     torch.zeros(1, device="cuda")
     vmm = Vmm()
     plan, fds = [], []
@@ -178,12 +191,15 @@ def main(argv: list[str]) -> None:
             for tname, dtype, shape in tensors:
                 b = bufs.alloc(f"{name}{spec.workload_id(w)}{tname}", dtype, shape, output=False)
                 h, fd = vmm.create(b.nbytes)
+                p2 = rt.malloc(-(-guard_regions.padded(b.nbytes) // MIB2) * MIB2)
                 local[tname] = b.tensor
-                fds.append((fd, h, b, tensor_at(vmm.map(h, b.nbytes), b.nbytes, dtype, shape)))
-                entry.append((tname, dtype, shape, b.handle))
+                copies = [tensor_at(vmm.map(h, b.nbytes), b.nbytes, dtype, shape), tensor_at(p2, b.nbytes, dtype, shape)]
+                fds.append((fd, b, copies))
+                entry.append((tname, dtype, shape, b.handle, rt.ipc_handle(p2).hex()))
             workloads.fill_inputs(problem, w, local, secret=0, phase="probe")
-            for fd, _, b, vt in fds[-len(tensors):]:
-                vt.copy_(b.tensor)
+            for fd, b, copies in fds[-len(tensors):]:
+                for t in copies:
+                    t.copy_(b.tensor)
             plan.append((name, so, w, entry))
     torch.cuda.synchronize()
     ctx = mp.get_context("spawn")
@@ -196,11 +212,11 @@ def main(argv: list[str]) -> None:
     rows = q.get(timeout=1200)
     p.join()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; median of {ROUNDS} calls, ms, after an L2 flush")
-    print("| problem | call | shape | own cudaMalloc | IPC-mapped (the judge's) | VMM-mapped | IPC / own | VMM / own | outputs equal |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| problem | call | shape | own ms | " + " | ".join(f"{k} / own" for k in WAYS[1:]) + " | outputs equal |")
+    print("|---" * (len(WAYS) + 4) + "|")
     for name, label, wid, t, same in rows:
-        print(f"| {name} | {label} | {wid} | {t['own']:.4f} | {t['ipc']:.4f} | {t['vmm']:.4f} | "
-              f"{t['ipc'] / t['own']:.3f} | {t['vmm'] / t['own']:.3f} | {same} |")
+        print(f"| {name} | {label} | {wid} | {t['own']:.4f} | "
+              + " | ".join(f"{t[k] / t['own']:.3f}" for k in WAYS[1:]) + f" | {same} |")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ what the parent reads before the candidate runs. The worker's part is tests/fake
 (`CpuSolver`, `record_check`, `record_stamps`); the parent's is the engine's own code."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from conftest import PROBLEMS_DIR
@@ -384,3 +386,27 @@ def test_no_candidate_worker_lives_while_a_baseline_is_timed(vector_add):
     assert list(s.report.phases_s) == ["load baselines", "baselines before", "load (timed)", "candidate",
                                        "baselines after"]
     assert all(v >= 0 for v in s.report.phases_s.values()) and s.report.phases_s["candidate"] > 0
+
+
+def test_device_buffers_allocate_whole_2mib_multiples_and_guard_the_same_slack(monkeypatch):
+    from judge.gpu import devmem
+
+    sizes = []
+
+    class Rt:
+        def malloc(self, n):
+            sizes.append(n)
+            return 1 << 40
+
+        def ipc_handle(self, ptr):
+            return b"\0" * 64
+
+    monkeypatch.setattr(devmem, "tensor_at", lambda ptr, nbytes, dtype, shape:
+                        torch.zeros(nbytes, dtype=torch.uint8).view(getattr(torch, dtype)).view(tuple(shape)))
+    bufs = devmem.DeviceBuffers(Rt())
+    for shape in ((7,), (1000, 1001), (1 << 19,)):  # the last 2 MiB exactly: its guard region takes a second
+        nbytes = 4 * math.prod(shape)
+        b = bufs.alloc(f"x{len(sizes)}", "float32", shape)
+        assert sizes[-1] % guard_regions.MAP_ALIGN == 0 and sizes[-1] >= guard_regions.padded(nbytes)
+        assert sizes[-1] - guard_regions.MAP_ALIGN < guard_regions.padded(nbytes)  # the least such multiple
+        assert b.nbytes == nbytes and b.slack.numel() == guard_regions.padded(nbytes) - nbytes
