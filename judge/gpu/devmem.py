@@ -64,8 +64,10 @@ class DeviceBuffers:
         (`output`) or an input (judge/gpu/guard_regions.py)."""
         itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
         nbytes = max(1, itemsize * _numel(shape))
-        total = guard_regions.padded(nbytes)
-        ptr = self.rt.malloc(guard_regions.allocated(nbytes))
+        total, size = guard_regions.padded(nbytes), guard_regions.allocated(nbytes)
+        ptr = self.rt.malloc(size)
+        if size > total:  # the worker maps this too: zeros, not what the memory held before (the parent's)
+            tensor_at(ptr + total, size - total, "uint8", (size - total,)).zero_()
         slack = tensor_at(ptr + nbytes, total - nbytes, "uint8", (total - nbytes,))
         buf = Buffer(id, ptr, nbytes, dtype, tuple(shape), tensor_at(ptr, nbytes, dtype, shape)
                      if _numel(shape) else torch.empty(shape, dtype=getattr(torch, dtype), device="cuda"),

@@ -43,8 +43,7 @@ def padded(nbytes: int) -> int:
 
 def allocated(nbytes: int) -> int:
     """The bytes the parent allocates for a buffer of `nbytes`: `padded` rounded up to MAP_ALIGN.
-    Past the guard region the rest is neither filled nor checked (it was mapped before too: the
-    driver hands out 2 MiB pages), only shared with it."""
+    Past the guard region the rest is zeroed when allocated (judge/gpu/devmem.py), not checked."""
     return -(-padded(nbytes) // MAP_ALIGN) * MAP_ALIGN
 
 

@@ -388,25 +388,35 @@ def test_no_candidate_worker_lives_while_a_baseline_is_timed(vector_add):
     assert all(v >= 0 for v in s.report.phases_s.values()) and s.report.phases_s["candidate"] > 0
 
 
-def test_device_buffers_allocate_whole_2mib_multiples_and_guard_the_same_slack(monkeypatch):
+def test_device_buffers_allocate_whole_2mib_multiples_zero_the_rest_and_guard_the_same_slack(monkeypatch):
     from judge.gpu import devmem
 
+    PTR = 1 << 40
     sizes = []
 
     class Rt:
         def malloc(self, n):
             sizes.append(n)
-            return 1 << 40
+            return PTR
 
         def ipc_handle(self, ptr):
             return b"\0" * 64
 
-    monkeypatch.setattr(devmem, "tensor_at", lambda ptr, nbytes, dtype, shape:
-                        torch.zeros(nbytes, dtype=torch.uint8).view(getattr(torch, dtype)).view(tuple(shape)))
+    memory: dict[int, torch.Tensor] = {}  # what the parent's memory held before: 0xEE everywhere
+
+    def tensor_at(ptr, nbytes, dtype, shape):
+        raw = memory.setdefault(ptr, torch.full((nbytes,), 0xEE, dtype=torch.uint8))
+        return raw.view(getattr(torch, dtype)).view(tuple(shape))
+
+    monkeypatch.setattr(devmem, "tensor_at", tensor_at)
     bufs = devmem.DeviceBuffers(Rt())
-    for shape in ((7,), (1000, 1001), (1 << 19,)):  # the last 2 MiB exactly: its guard region takes a second
+    # the last is 2 MiB exactly: its guard region takes a second 2 MiB
+    for i, shape in enumerate(((7,), (1000, 1001), (1 << 19,))):
         nbytes = 4 * math.prod(shape)
-        b = bufs.alloc(f"x{len(sizes)}", "float32", shape)
+        b = bufs.alloc(f"x{i}", "float32", shape)
         assert sizes[-1] % guard_regions.MAP_ALIGN == 0 and sizes[-1] >= guard_regions.padded(nbytes)
         assert sizes[-1] - guard_regions.MAP_ALIGN < guard_regions.padded(nbytes)  # the least such multiple
         assert b.nbytes == nbytes and b.slack.numel() == guard_regions.padded(nbytes) - nbytes
+        tail = memory.pop(PTR + guard_regions.padded(nbytes))  # the rest the worker maps: zeroed
+        assert tail.numel() == sizes[-1] - guard_regions.padded(nbytes) and not tail.any()
+        memory.clear()
