@@ -588,6 +588,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         ap.error(f"--replays must be at least {MIN_REPLAYS}")
     if not 1 <= a.ncu_calls <= 20:
         ap.error("--ncu-calls must be 1..20 (judge profile's range)")
+    if a.device is not None and a.device < 0:
+        ap.error("--device must be a GPU index, 0 or more (nvidia-smi's numbering)")
     return a
 
 

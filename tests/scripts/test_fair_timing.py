@@ -273,7 +273,8 @@ def test_unknown_problem_is_a_one_line_usage_error(capsys):
     assert err.startswith("fair_timing.py: error: no such problem: nope") and "\n" not in err
 
 
-@pytest.mark.parametrize("args", [["--runs", "0"], ["--replays", "49"], ["--ncu-calls", "21"]])
+@pytest.mark.parametrize("args", [["--runs", "0"], ["--replays", "49"], ["--ncu-calls", "21"], ["--device", "-1"],
+                                  ["--device", "x"]])
 def test_bad_counts_are_usage_errors(args):
     with pytest.raises(SystemExit) as e:
         ft.main(args)
