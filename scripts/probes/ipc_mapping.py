@@ -178,6 +178,11 @@ def main(argv: list[str]) -> None:
 
     if len(argv) % 2:
         sys.exit("usage: ipc_mapping.py [PROBLEM LIBRARY.so ...]")
+    for name, so in zip(argv[0::2], argv[1::2]):
+        if not (ROOT / "problems" / name / "problem.yaml").is_file():
+            sys.exit(f"ipc_mapping.py: no such problem: {name}")
+        if not Path(so).is_file():
+            sys.exit(f"ipc_mapping.py: no such library: {so}")
     rt = Runtime()
     bufs = DeviceBuffers(rt)
     torch.zeros(1, device="cuda")
