@@ -13,6 +13,7 @@ answer, each after two unprofiled warm-up calls, so ncu sees exactly the kernels
 """
 import ctypes
 import sys
+from pathlib import Path
 
 import torch
 
@@ -27,6 +28,8 @@ def profiled(fn) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) != 3 or not all(Path(a).is_file() for a in sys.argv[1:]):
+        sys.exit("usage: gemm_ncu.py HGEMM.so FP8.so (two built model answers)")
     hg = ctypes.CDLL(sys.argv[1]).solve
     f8 = ctypes.CDLL(sys.argv[2]).solve
     hg.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3
