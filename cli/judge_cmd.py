@@ -185,7 +185,7 @@ def check(solution: Path = typer.Argument(..., metavar="SOLUTION", show_default=
     from judge.gpu import device as gpus
 
     with errors(as_json, debug):
-        if problem is not None and not solution.exists() and (Path(problem).is_file()
+        if problem is not None and not solution.is_file() and (Path(problem).is_file()
                                                                or toolchain.is_solution(Path(problem))):
             solution, problem = Path(problem), str(solution)  # judge check PROBLEM FILE, as test and submit
         p, src = solution_and_problem(problem, solution, "check")

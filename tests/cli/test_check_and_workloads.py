@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import nvcc_test
+from conftest import PROBLEMS_DIR, nvcc_test
 from typer.testing import CliRunner
 
 import judge.engine.run as engine_run
@@ -66,7 +66,8 @@ def test_check_takes_the_problem_first_too(tmp_path):
     """`judge test` and `judge submit` take PROBLEM FILE: `judge check PROBLEM FILE` is understood,
     not "no such file: PROBLEM"; a file and a problem that disagree are still a usage error."""
     f = cu(tmp_path, "f.cu", FORBIDDEN)
-    for args in (["vector_add", str(f)], [str(f), "vector_add"]):
+    folder = str(PROBLEMS_DIR / "vector_add")  # a problem's folder exists too: not taken for the file
+    for args in (["vector_add", str(f)], [str(f), "vector_add"], [folder, str(f)]):
         r = runner.invoke(app, ["check", *args, "--json"])
         assert r.exit_code == 1 and json.loads(r.stdout)["status"] == "REJECTED", r.output
     r = runner.invoke(app, ["check", "relu", str(cu(tmp_path, "ok.cu", OK))])
