@@ -2,8 +2,9 @@
 
     python3 scripts/probes/verdict_phases.py PROBLEM SOLUTION [--budget S]
 
-Prints one line per phase (start-up and build, each test, each target's warm-up and timed batches
-on each shape) with its seconds, then the total. Needs a GPU.
+Prints one line per phase (start-up and build, each test, and on each shape each target's warm-up
+with its first timed batch, its other timed batches, and what follows its last batch: re-checks,
+the floor, unmapping) with its seconds, then the total. Needs a GPU.
 """
 from __future__ import annotations
 
@@ -54,19 +55,38 @@ def run(a: argparse.Namespace) -> None:
         rows.append((label, now - last))
         last, label = now, next_label
 
-    current = None
+    current = None  # the (workload, target) being timed, and when its batches ended so far
+    batches, last_batch = 0, 0.0
+
+    def close_timing() -> None:
+        """Split the open target's time at its last batch: what follows it (the stashed calls'
+        re-check, the floor, unmapping) is not its batches'."""
+        nonlocal current, last, label
+        if current is not None and batches >= 1:
+            rows.append((label, last_batch - last))
+            last, label = last_batch, f"  after the last batch of {current[0]} {current[1]}"
+        current = None
+
     for ev in evaluate(problem, Path(a.solution), opts):
+        if isinstance(ev, Timing):
+            key = (ev.workload, ev.target)
+            if key != current:
+                close_timing()
+                current, batches = key, 0
+                mark(f"timing {ev.workload} {ev.target}: warm-up and first batch")
+                continue
+            batches += 1
+            last_batch = time.perf_counter()
+            if batches == 1:
+                mark(f"  timed batches of {ev.workload} {ev.target} after the first")
+            continue
+        close_timing()
         if isinstance(ev, Stage):
             mark(ev.text)
         elif isinstance(ev, Built):
             mark("after build")
         elif isinstance(ev, CaseDone):
             mark(f"after test {ev.index + 1}/{ev.total}")
-        elif isinstance(ev, Timing):
-            key = (ev.workload, ev.target)
-            if key != current:
-                current = key
-                mark(f"timing {ev.workload} {ev.target}")
         elif isinstance(ev, BenchDone):
             mark(f"after bench {ev.index + 1}")
         elif isinstance(ev, Finished):
