@@ -27,7 +27,10 @@ benchmark shape of the problem's spec, one table row:
     fail) and of the report's wall_s, against torch's CUDA start (`python3 -c "import torch;
     torch.zeros(1, device='cuda')"`, timed once per script run after a run of `import torch`
     that warms the file cache). Target by the problem's level: easy ≤ start + 3 s, medium + 4 s,
-    hard + 6 s, hard+ and hard++ + 25 s. Shown on an answer's first row (one value per answer).
+    hard + 6 s, hard+ and hard++ + 25 s. Shown on an answer's first row (one value per answer);
+(e) `judge test`'s wall time (`judge test --json --no-record`, as many runs, after the submits: the
+    build cached), the median of the subprocess's wall clock against torch's start + 1.5 s, on every
+    level. Shown on an answer's first row.
 
 stdout: a markdown table headed by the device, driver, CUDA, torch and the date, ready for
 docs/benchmarks.md; `--json FILE` keeps every raw number. Progress goes to stderr. The subprocesses
@@ -65,6 +68,7 @@ A_TARGET = 0.03  # |judge median / ncu per call - 1|
 B_TARGET = 0.02  # |judged baseline median / CUDA-graph replay median - 1|
 C_TARGET = 0.01  # max / min - 1 of the judge's medians over the runs
 WALL_ALLOWANCE_S = {"easy": 3.0, "medium": 4.0, "hard": 6.0, "hard+": 25.0, "hard++": 25.0}  # over torch's start
+TEST_ALLOWANCE_S = 1.5  # `judge test`'s wall time over torch's start, every level
 MIN_REPLAYS = 50
 SUBMIT_TIMEOUT_S = 1800
 TORCH_START = "import torch; torch.zeros(1, device='cuda')"
@@ -128,6 +132,7 @@ class AnswerRaw:
     baselines: list[str]
     submits: list[Submit] = field(default_factory=list)
     ncu: list[NcuShape] = field(default_factory=list)
+    tests: list[Submit] = field(default_factory=list)  # `judge test --json` runs (reports without benchmarks)
 
 
 Graphs = dict[str, dict[str, GraphTiming]]  # workload → baseline name → replays
@@ -244,6 +249,7 @@ class Row:
     b: list[BaselineCell]
     c: Cell
     d: Cell | None  # on an answer's first row only
+    e: Cell | None = None  # `judge test`'s wall time: on an answer's first row only
 
 
 def na(why: str) -> Cell:
@@ -290,7 +296,8 @@ def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs
             sp = spread(medians)
             c = Cell(f"{100 * sp:.2f}%{note}", sp <= C_TARGET, sp)
         rows.append(Row(raw.problem, raw.answer, w, judge_ms, ncu_ms, a, b, c,
-                        wall_cell(raw, ok, torch_start_s, why_none) if i == 0 else None))
+                        wall_cell(raw, ok, torch_start_s, why_none) if i == 0 else None,
+                        test_cell(raw.tests, torch_start_s) if i == 0 and raw.tests else None))
     return rows
 
 
@@ -304,6 +311,19 @@ def wall_cell(raw: AnswerRaw, ok: list[Submit], torch_start_s: float | None, why
         return Cell(f"{sub:.2f}{report}; n/a (torch's start not measured)", None, sub)
     limit = wall_limit_s(raw.level, torch_start_s)
     return Cell(f"{sub:.2f}{report} ≤ {limit:.2f}", sub <= limit, sub)
+
+
+def test_cell(tests: list[Submit], torch_start_s: float | None) -> Cell:
+    """`judge test`'s wall time (median of its ACCEPTED runs) against torch's start + TEST_ALLOWANCE_S."""
+    ok = [s for s in tests if s.accepted]
+    if not ok:
+        return na(f"{tests[0].status}: {tests[0].message}" if tests else "no run")
+    sub = statistics.median(s.subprocess_s for s in ok)
+    note = f" ({len(ok)} of {len(tests)} runs ACCEPTED)" if len(ok) < len(tests) else ""
+    if torch_start_s is None:
+        return Cell(f"{sub:.2f}{note}; n/a (torch's start not measured)", None, sub)
+    limit = torch_start_s + TEST_ALLOWANCE_S
+    return Cell(f"{sub:.2f} ≤ {limit:.2f}{note}", sub <= limit, sub)
 
 
 @dataclass
@@ -332,7 +352,8 @@ def _ms(v: float | None) -> str:
 
 
 COLUMNS = ("problem", "answer", "shape", "judge ms", "ncu ms/call", "(a) judge/ncu − 1, ≤ 3%",
-           "(b) baseline: judged / graph ms, ≤ 2%", "(c) spread, ≤ 1%", "(d) submit s ≤ torch start + allowance")
+           "(b) baseline: judged / graph ms, ≤ 2%", "(c) spread, ≤ 1%", "(d) submit s ≤ torch start + allowance",
+           "(e) test s ≤ torch start + 1.5")
 
 
 def render(h: Header, rows: Sequence[Row]) -> str:
@@ -354,7 +375,8 @@ def render(h: Header, rows: Sequence[Row]) -> str:
         f"(after the baseline worker's gate: inputs read, L2 flushed; median of "
         f"{h.replays}); (c) the spread max/min − 1 of the judge's median over {h.runs} runs ≤ {100 * C_TARGET:g}%; "
         f"(d) `judge submit`'s wall clock (median of the runs; the report's wall_s beside it) ≤ torch's start + "
-        f"{allow} s for easy / medium / hard / hard+ and hard++.",
+        f"{allow} s for easy / medium / hard / hard+ and hard++; (e) `judge test`'s wall clock (median of the runs, "
+        f"build cached) ≤ torch's start + {TEST_ALLOWANCE_S:g} s.",
         "",
         "| " + " | ".join(COLUMNS) + " |",
         "|" + "---|" * len(COLUMNS),
@@ -362,7 +384,7 @@ def render(h: Header, rows: Sequence[Row]) -> str:
     for r in rows:
         b = "<br>".join(f"{x.name}: {mark(x.cell)}" for x in r.b) or "n/a (no baseline)"
         cells = [r.problem, Path(r.answer).name, r.shape, _ms(r.judge_ms), _ms(r.ncu_ms), mark(r.a), b, mark(r.c),
-                 mark(r.d) if r.d else "(as above)"]
+                 mark(r.d) if r.d else "(as above)", once_per_answer(r, r.e)]
         lines.append("| " + " | ".join(md(c) for c in cells) + " |")
     passed, failed, missing = tally(rows)
     lines += ["", f"{passed} of {passed + len(failed)} measured targets met; {missing} not measured (n/a)."]
@@ -371,9 +393,14 @@ def render(h: Header, rows: Sequence[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def once_per_answer(r: Row, c: Cell | None) -> str:
+    """A column measured once per answer: on its first row (the one with (d)), "(as above)" after."""
+    return mark(c) if c else "(as above)" if r.d is None else "n/a (no run)"
+
+
 def cells_of(r: Row) -> list[tuple[str, Cell]]:
     return ([("(a)", r.a)] + [(f"(b) {x.name}", x.cell) for x in r.b] + [("(c)", r.c)]
-            + ([("(d)", r.d)] if r.d else []))
+            + ([("(d)", r.d)] if r.d else []) + ([("(e)", r.e)] if r.e else []))
 
 
 def tally(rows: Sequence[Row]) -> tuple[int, list[str], int]:
@@ -448,6 +475,18 @@ def run_submit(problem: Problem, answer: Path) -> Submit:
                            cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return Submit(status="NO_REPORT", message=f"judge submit ran past {SUBMIT_TIMEOUT_S} s",
+                      subprocess_s=time.perf_counter() - t0)
+    return submit_from_stdout(p.stdout, p.returncode, time.perf_counter() - t0, p.stderr)
+
+
+def run_test(problem: Problem, answer: Path) -> Submit:
+    """One `judge test --json --no-record` (its report has no benchmarks; its wall time is (e))."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(judge_cmd("test", str(problem.root), str(answer), "--json", "--no-record"),
+                           cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Submit(status="NO_REPORT", message=f"judge test ran past {SUBMIT_TIMEOUT_S} s",
                       subprocess_s=time.perf_counter() - t0)
     return submit_from_stdout(p.stdout, p.returncode, time.perf_counter() - t0, p.stderr)
 
@@ -639,6 +678,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log(f"{p.name} {ans.name} submit {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
                     + (f" ({short(s.message)})" if not s.accepted else ""))
                 raw.submits.append(s)
+            for i in range(a.runs):
+                s = run_test(p, ans)
+                log(f"{p.name} {ans.name} test {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
+                    + (f" ({short(s.message)})" if not s.accepted else ""))
+                raw.tests.append(s)
             for i in range(len(p.spec.benchmarks)):
                 n = run_profile(p, ans, i, a.ncu_calls)
                 log(f"{p.name} {ans.name} profile {n.workload}: "

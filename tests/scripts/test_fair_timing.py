@@ -177,6 +177,20 @@ def test_build_rows_not_measured_is_na_with_the_reason():
     assert one.c.ok is None and "one run" in one.c.text
 
 
+def test_test_cell_holds_judge_tests_wall_time_against_torchs_start():
+    def runs(*walls, status="ACCEPTED"):
+        return [ft.Submit(status=status, subprocess_s=w) for w in walls]
+
+    ok = ft.test_cell(runs(5.4, 5.0, 9.0), torch_start_s=4.0)  # the median, 5.4, against 4.0 + 1.5
+    assert ok.ok and ok.value == 5.4 and ok.text == "5.40 ≤ 5.50"
+    assert not ft.test_cell(runs(5.6), torch_start_s=4.0).ok  # the bound is the issue's, not looser
+    some = ft.test_cell(runs(5.0) + runs(1.0, status="WRONG_ANSWER"), torch_start_s=4.0)
+    assert some.ok and "1 of 2 runs ACCEPTED" in some.text  # a failed run's time does not count
+    failed = ft.test_cell([ft.Submit(status="COMPILE_ERROR", message="nvcc: error")], torch_start_s=4.0)
+    assert failed.ok is None and failed.text == "n/a (COMPILE_ERROR: nvcc: error)"
+    assert ft.test_cell(runs(5.0), torch_start_s=None).ok is None
+
+
 def test_build_rows_some_runs_failed():
     raw = _raw([1.0, 1.001, 1.002], [1.2] * 3, ncu_ms=1.0)
     raw.submits.append(ft.Submit(status="TIMEOUT", message="slow"))
@@ -281,8 +295,12 @@ def test_bad_counts_are_usage_errors(args):
     assert e.value.code == 2
 
 
-def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0):
-    calls: dict = {"submit": 0, "profile": []}
+def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0):
+    calls: dict = {"submit": 0, "profile": [], "test": 0}
+
+    def run_test(problem, answer):
+        calls["test"] += 1
+        return ft.submit_from_stdout(_report({}, {}), 0, test_s)
 
     def run_submit(problem, answer):
         calls["submit"] += 1
@@ -303,6 +321,7 @@ def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0):
 
     monkeypatch.setattr(ft, "measure_torch_start", lambda: 4.0)
     monkeypatch.setattr(ft, "run_submit", run_submit)
+    monkeypatch.setattr(ft, "run_test", run_test)
     monkeypatch.setattr(ft, "run_profile", run_profile)
     monkeypatch.setattr(ft, "graph_timings", graph_timings)
     return calls
@@ -315,6 +334,7 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     shapes = [spec.workload_id(w) for w in spec.load_problem(PROBLEMS_DIR / "vector_add").spec.benchmarks]
     # the last model answer of each language (02_float4.cu, triton_01_blocked.py), 3 runs each
     assert calls["submit"] == 6 and calls["profile"] == 2 * list(range(len(shapes)))  # one profile per shape
+    assert calls["test"] == 6  # as many `judge test` runs as submits
     text = capsys.readouterr().out
     rows = [ln for ln in text.splitlines() if ln.startswith("| vector_add")]
     assert [_cells(r)[2].strip() for r in rows] == 2 * shapes
@@ -325,6 +345,16 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     assert [s["medians"][shapes[0]] for s in raw["answers"][0]["submits"]] == [1.001, 1.002, 1.003]
     assert raw["graphs"]["vector_add"][shapes[0]]["torch.add"]["times_ms"] == [1.5] * 100
     assert [r["shape"] for r in raw["rows"]] == 2 * shapes
+    assert [s["subprocess_s"] for s in raw["answers"][0]["tests"]] == [5.0] * 3
+    e = [_cells(r)[9].strip() for r in rows]
+    assert e[0] == "5.00 ≤ 5.50 pass" and e[1] == "(as above)"  # (e): torch's start + 1.5 s
+
+
+def test_main_a_slow_judge_test_misses_e(monkeypatch, capsys):
+    _fake_gpu(monkeypatch, test_s=5.6)
+    assert ft.main(["--problems", "vector_add", "--runs", "1"]) == 1
+    text = capsys.readouterr().out
+    assert "5.60 ≤ 5.50 **FAIL**" in text and "02_float4.cu n=" in text and "(e)" in text.split("Not met:")[1]
 
 
 def test_main_exits_1_when_a_target_is_missed(monkeypatch, capsys):
