@@ -179,6 +179,7 @@ SLOW_MODULES = {  # paths under tests/
     "test_install.py": "fresh virtual environments",
     "engine/test_cpu_check.py": "Triton's interpreter in a child process (torch and Triton start in each)",
     "test_triton_answers.py": "Triton's interpreter in a child process, every model answer",
+    "scripts/test_probes_bad_input.py": "a child process per case, each starting torch",
 }
 SLOW_TESTS = {  # path under tests/ :: test function (every parameter of it)
     "engine/test_reservoir.py::test_the_stash_is_checked_against_its_own_draw": "100 timed phases",

@@ -12,12 +12,12 @@ cuDNN call (SDPA's cuDNN backend, as the problem's baseline) and one call of the
 two unprofiled warm-up calls, so ncu sees exactly the kernels of those calls. Not the judge: a look
 inside.
 """
-import ctypes
 import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from gemm_ncu import load_solve, profiled  # this folder's: the same way of profiling one call
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 # (B, H, N, D, causal): the four N = 1024 benchmark shapes and the two at N = 4096, D = 128
@@ -25,17 +25,11 @@ SHAPES = [(16, 32, 1024, 64, 0), (16, 32, 1024, 64, 1), (16, 32, 1024, 128, 0), 
           (4, 32, 4096, 128, 0), (4, 32, 4096, 128, 1)]
 
 
-def profiled(fn) -> None:
-    fn(); fn(); torch.cuda.synchronize()
-    prof = torch.cuda.cudart()
-    prof.cudaProfilerStart(); fn(); torch.cuda.synchronize(); prof.cudaProfilerStop()
-
-
 def main() -> None:
     if len(sys.argv) != 2 or not Path(sys.argv[1]).is_file():
-        sys.exit("usage: attention_ncu.py ANSWER.so (a built flash_attn model answer)")
-    solve = ctypes.CDLL(sys.argv[1]).solve
-    solve.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 5
+        print("usage: attention_ncu.py ANSWER.so (a built flash_attn model answer)", file=sys.stderr)
+        sys.exit(2)
+    solve = load_solve(sys.argv[1], 4, 5, "attention_ncu.py")
     for b, h, n, d, causal in SHAPES:
         q = torch.randn(b, h, n, d, device="cuda", dtype=torch.half) * 3
         k = torch.randn(b, h, n, d, device="cuda", dtype=torch.half)

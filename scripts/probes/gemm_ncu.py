@@ -27,13 +27,23 @@ def profiled(fn) -> None:
     prof.cudaProfilerStart(); fn(); torch.cuda.synchronize(); prof.cudaProfilerStop()
 
 
+def load_solve(path: str, pointers: int, ints: int, prog: str):
+    """A built answer's `solve(pointers..., ints...)`, or one line and exit 2 if the file is not one."""
+    try:
+        solve = ctypes.CDLL(path).solve
+    except (OSError, AttributeError) as e:
+        print(f"{prog}: {path} is not a built model answer: {str(e).splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
+    solve.argtypes = [ctypes.c_void_p] * pointers + [ctypes.c_int] * ints
+    return solve
+
+
 def main() -> None:
     if len(sys.argv) != 3 or not all(Path(a).is_file() for a in sys.argv[1:]):
-        sys.exit("usage: gemm_ncu.py HGEMM.so FP8.so (two built model answers)")
-    hg = ctypes.CDLL(sys.argv[1]).solve
-    f8 = ctypes.CDLL(sys.argv[2]).solve
-    hg.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3
-    f8.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3
+        print("usage: gemm_ncu.py HGEMM.so FP8.so (two built model answers)", file=sys.stderr)
+        sys.exit(2)
+    hg = load_solve(sys.argv[1], 3, 3, "gemm_ncu.py")
+    f8 = load_solve(sys.argv[2], 5, 3, "gemm_ncu.py")
     for m, n, k in HGEMM:
         a = torch.randn(m, k, device="cuda", dtype=torch.half) * k ** -0.25
         b = torch.randn(k, n, device="cuda", dtype=torch.half) * k ** -0.25

@@ -9,6 +9,7 @@ the floor, unmapping) with its seconds, then the total. Needs a GPU.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from judge import paths
 from judge.contract.events import BenchDone, Built, CaseDone, Finished, Stage, Timing
 from judge.engine.run import Options, evaluate
 from judge.engine.stats import TimingPolicy
-from judge.problem.spec import load_problem
+from judge.problem.spec import ProblemError, load_problem
 
 
 def main() -> None:
@@ -40,7 +41,14 @@ def main() -> None:
 
 
 def run(a: argparse.Namespace) -> None:
-    problem = load_problem(paths.problems_root() / a.problem)
+    try:
+        problem = load_problem(paths.problems_root() / a.problem)
+    except ProblemError as e:
+        print(f"verdict_phases.py: {str(e).splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
+    if not Path(a.solution).is_file():
+        print(f"verdict_phases.py: no such file: {a.solution}", file=sys.stderr)
+        sys.exit(2)
     opts = Options(mode="submit")
     if a.budget is not None:
         opts.policy = TimingPolicy(budget_s=a.budget)
