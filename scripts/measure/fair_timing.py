@@ -468,27 +468,25 @@ def measure_torch_start() -> float:
     return t
 
 
-def run_submit(problem: Problem, answer: Path) -> Submit:
+def run_judged(command: str, problem: Problem, answer: Path) -> Submit:
+    """One `judge COMMAND PROBLEM ANSWER --json --no-record` (submit or test), timed from outside."""
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(judge_cmd("submit", str(problem.root), str(answer), "--json", "--no-record"),
+        p = subprocess.run(judge_cmd(command, str(problem.root), str(answer), "--json", "--no-record"),
                            cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return Submit(status="NO_REPORT", message=f"judge submit ran past {SUBMIT_TIMEOUT_S} s",
+        return Submit(status="NO_REPORT", message=f"judge {command} ran past {SUBMIT_TIMEOUT_S} s",
                       subprocess_s=time.perf_counter() - t0)
     return submit_from_stdout(p.stdout, p.returncode, time.perf_counter() - t0, p.stderr)
+
+
+def run_submit(problem: Problem, answer: Path) -> Submit:
+    return run_judged("submit", problem, answer)
 
 
 def run_test(problem: Problem, answer: Path) -> Submit:
-    """One `judge test --json --no-record` (its report has no benchmarks; its wall time is (e))."""
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(judge_cmd("test", str(problem.root), str(answer), "--json", "--no-record"),
-                           cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return Submit(status="NO_REPORT", message=f"judge test ran past {SUBMIT_TIMEOUT_S} s",
-                      subprocess_s=time.perf_counter() - t0)
-    return submit_from_stdout(p.stdout, p.returncode, time.perf_counter() - t0, p.stderr)
+    """`judge test`: its report has no benchmarks; its wall time is (e)."""
+    return run_judged("test", problem, answer)
 
 
 def run_profile(problem: Problem, answer: Path, index: int, calls: int) -> NcuShape:
@@ -673,16 +671,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for ans in answers:
             raw = AnswerRaw(p.name, p.spec.level, str(ans.relative_to(ROOT) if ans.is_relative_to(ROOT) else ans),
                             [workload_id(w) for w in p.spec.benchmarks], [b.name for b in p.baselines])
-            for i in range(a.runs):
-                s = run_submit(p, ans)
-                log(f"{p.name} {ans.name} submit {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
-                    + (f" ({short(s.message)})" if not s.accepted else ""))
-                raw.submits.append(s)
-            for i in range(a.runs):
-                s = run_test(p, ans)
-                log(f"{p.name} {ans.name} test {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
-                    + (f" ({short(s.message)})" if not s.accepted else ""))
-                raw.tests.append(s)
+            for what, run, into in (("submit", run_submit, raw.submits), ("test", run_test, raw.tests)):
+                for i in range(a.runs):
+                    s = run(p, ans)
+                    log(f"{p.name} {ans.name} {what} {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
+                        + (f" ({short(s.message)})" if not s.accepted else ""))
+                    into.append(s)
             for i in range(len(p.spec.benchmarks)):
                 n = run_profile(p, ans, i, a.ncu_calls)
                 log(f"{p.name} {ans.name} profile {n.workload}: "
