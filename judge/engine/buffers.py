@@ -100,6 +100,14 @@ def check(s: Session, w: Workload, bufs: dict[str, Buffer], expected: dict[str, 
     return TestCase(workload=workload_id(w), passed=all(c.passed for c in checks), checks=checks)
 
 
+def passes(s: Session, w: Workload, bufs: dict[str, Buffer], expected: dict[str, Any]) -> bool:
+    """Whether `check` would pass, without its evidence (judge/problem/checks' `passes`)."""
+    from judge.problem.checks import passes
+
+    with memory(s, f"the check of {workload_id(w)}"):
+        return all(passes(s.problem.spec.check, bufs[name].tensor, expected[name]) for name in expected)
+
+
 @dataclass
 class Slots:
     """A benchmark shape's input sets (slots), filled, and what the workers are told about them."""

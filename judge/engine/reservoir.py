@@ -35,7 +35,7 @@ T = TypeVar("T")
 MIN_STASH = 3  # kept entries wanted before the input slots take the rest of the memory budget
 MAX_STASH = 8  # kept entries at most
 MIN_CHECKS = 3  # kept entries checked whatever they cost (all of them when fewer were kept)
-CHECK_BUDGET_S = 0.2  # the re-check goes past MIN_CHECKS while it has spent less than this
+CHECK_BUDGET_S = 0.1  # the re-check goes past MIN_CHECKS while it has spent less than this
 
 
 class Reservoir(Generic[T]):

@@ -61,7 +61,10 @@ class Stash:
                                                                              self.wid)
         with guards.memory(self.s, f"the reference outputs of {self.wid}"):
             expected = buffers.reference(self.s, tag, self.w, bufs)
-        case = buffers.check(self.s, self.w, {**bufs, **self.entries[entry]}, expected)
+        kept = {**bufs, **self.entries[entry]}
+        if buffers.passes(self.s, self.w, kept, expected):
+            return
+        case = buffers.check(self.s, self.w, kept, expected)  # the evidence, for a wrong call only
         del expected
         if not case.passed:
             case.workload += f" (timed call, slot {slot})"

@@ -113,6 +113,17 @@ def batch_size(per_call_ms: float, policy: TimingPolicy) -> int:
     return max(1, min(MAX_CALLS_PER_BATCH, int(policy.batch_s * 1000 / max(per_call_ms, 1e-4))))
 
 
+def wall_batch_size(k: int, wall_per_call_s: float, policy: TimingPolicy) -> int:
+    """At most `k` calls, and few enough that `min_batches` batches take about `min_wall_s` at the
+    wall time per call the last timed batch took, the parent's fresh inputs and checks around it
+    included. Those are per call and, on large inputs, many times the call (vector_add at 2^28: 0.73
+    ms of GPU time, ~7 ms of drawing, sealing and checksums), so that batches of 8 made the minimum
+    of 10 batches take 0.7 s where the window asks for 0.3 s; smaller batches meet both at once."""
+    if policy.min_wall_s <= 0 or wall_per_call_s <= 0:
+        return k
+    return max(1, min(k, int(policy.min_wall_s / policy.min_batches / wall_per_call_s)))
+
+
 MIN_CALL_MS = 1e-3  # a call counts at least this much towards the warm-up (bounds its length)
 
 

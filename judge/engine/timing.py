@@ -31,7 +31,8 @@ from typing import TypeVar
 
 from judge.contract.report import Stats
 from judge.engine.roles import Worker
-from judge.engine.stats import TimingPolicy, batch_sample, batch_size, stop_reason, summarize, warmup_left
+from judge.engine.stats import (TimingPolicy, batch_sample, batch_size, stop_reason, summarize,
+                                wall_batch_size, warmup_left)
 from judge.gpu.seal import Key
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
@@ -73,7 +74,7 @@ class Timer:
         self.spent_s = 0.0  # GPU time of the counted timed calls
         self.wall_s = 0.0  # wall time of every timed batch, the parent's hooks around it included
         self.costs: deque[float] = deque(maxlen=COST_BATCHES)  # per batch: its costliest call (ms)
-        self.k = 1
+        self.k = self.k_gpu = 1  # calls per timed batch: by the GPU time (`warm_up`), then the wall time (`step`)
         self.reason: str | None = None
         self.hold = policy.hold  # turned off by a late hold (the module's docstring)
         self.unheld = 0  # timed batches that were not held
@@ -144,14 +145,16 @@ class Timer:
             self.warm += self.batch(k)
         call_ms = sorted(self.warm[-3:])[len(self.warm[-3:]) // 2]
         self.per_call = call_ms >= REST_PER_CALL_MS
-        self.k = min(batch_size(call_ms, self.policy), self.max_k or MAX_CALLS_PER_BATCH)
+        self.k_gpu = self.k = min(batch_size(call_ms, self.policy), self.max_k or MAX_CALLS_PER_BATCH)
 
     def step(self) -> str | None:
         """One timed batch, one sample; the stopping rule's reason to stop now, or None to go on. A
         batch with a late hold is not counted (the module's docstring says when holding stops)."""
         t0 = time.perf_counter()
         times = self.batch(self.fit(min(self.k, self.policy.max_samples - len(self.calls))))
-        self.wall_s += time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.wall_s += took
+        self.k = wall_batch_size(self.k_gpu, took / len(times), self.policy)
         if self.last_late:
             return None
         self.unheld += not self.last_held

@@ -191,3 +191,39 @@ def test_the_budget_bounds_the_timed_batches_wall_time_the_parents_checks_and_re
     one_batch = max(w.asked) * 0.5e-3 * 2 + 0.01
     assert t.reason == "budget" and budget <= took <= budget + one_batch + 0.1, (took, one_batch)
     assert t.spent_s < budget / 2  # GPU time alone would have run on past 0.6 s of wall time
+
+
+# -- batches sized by their wall time ------------------------------------------------------------------------
+def test_slow_checks_around_each_call_make_batches_smaller_so_the_minimum_window_is_not_overrun():
+    """issue 17 (d): on large inputs the parent's fresh draw, seal and checksums cost several times
+    the call itself (vector_add at 2^28: ~7 ms a call around 0.73 ms of GPU time); with 8 calls a
+    batch, the 10 batches the stopping rule needs took 0.7 s where the window asks for 0.3 s. After
+    each timed batch the next one is sized so that min_batches of them take about min_wall_s."""
+    import time
+
+    policy = TimingPolicy(noise=1.0, min_samples=1, min_batches=10, warmup_ms=0.05, batch_s=0.05,
+                          min_time_s=10.0, min_wall_s=0.2, rest=0.0)
+
+    def checks(k, times):  # the parent's per-call work after each batch: 5 ms a call
+        time.sleep(0.005 * k)
+
+    w = FakeWorker(0.5, realtime=True)
+    t = Timer(w, policy, 10.0, after_batch=checks, max_k=8)
+    t.warm_up()
+    assert t.k == 8  # by the GPU time: 8 slots
+    while not t.step():
+        pass
+    timed = w.asked[-len(t.samples):]
+    assert timed[0] == 8 and set(timed[1:]) <= {2, 3}, timed  # 0.2 s / 10 batches / 5.5 ms a call
+    assert t.reason == "noise" and len(t.samples) >= policy.min_batches
+    assert t.wall_s < 0.3, t.wall_s  # batches of 8 throughout: 0.44 s
+
+
+def test_cheap_checks_keep_the_batches_the_gpu_time_asks_for():
+    w = FakeWorker(0.5, realtime=True)
+    t = Timer(w, TimingPolicy(min_samples=1, warmup_ms=0.05, batch_s=0.05, min_time_s=10.0, min_wall_s=0.3,
+                              rest=0.0), 10.0, max_k=8)
+    t.warm_up()
+    for _ in range(3):
+        t.step()
+    assert w.asked[-3:] == [8, 8, 8]

@@ -13,7 +13,7 @@ import torch
 from toy_problem import VALID, write_problem
 
 import judge.problem.checks
-from judge.problem.checks import CHECKS, MAX_MISMATCHES, Check, Custom, registry, run_check
+from judge.problem.checks import CHECKS, MAX_MISMATCHES, Check, Custom, passes, registry, run_check
 from judge.problem.spec import AllClose, Exact, ProblemError, load_problem
 
 ALLCLOSE = AllClose(name="allclose", rtol=1e-3, atol=1e-3)
@@ -159,6 +159,35 @@ def test_chunked_check_matches_unchunked(monkeypatch, chunk):
     assert whole.n_bad == 9 and whole.nan_count == 1 and whole.inf_count == 1
     assert whole.max_abs_err == pytest.approx(3.0, rel=1e-6)
     assert [m.index for m in whole.mismatches] == [[0, 0, 3], [0, 4, 4], [0, 4, 5], [1, 4, 1], [1, 6, 3]]
+
+
+def _passes_cases():
+    gen = torch.Generator().manual_seed(4)
+    e = torch.randn(5, 7, 9, generator=gen)
+    near = e + 0.9e-3 * torch.sign(e)
+    one_off = e.clone()
+    one_off.view(-1)[200] += 0.5
+    nan = e.clone()
+    nan.view(-1)[3] = float("nan")
+    ints = torch.arange(12, dtype=torch.int32)
+    ints_off = ints.clone()
+    ints_off[11] = -7
+    return [(ALLCLOSE, near, e), (ALLCLOSE, one_off, e), (ALLCLOSE, nan, e), (EXACT, e.clone(), e),
+            (EXACT, near, e), (EXACT, ints.clone(), ints), (EXACT, ints_off, ints),
+            (ALLCLOSE, torch.zeros(4, 3), torch.zeros(3, 4)), (ALLCLOSE, torch.zeros(0, 3), torch.zeros(0, 3)),
+            (ALLCLOSE, torch.tensor([float("inf")]), torch.tensor([float("inf")])),
+            (ALLCLOSE, torch.tensor([float("-inf")]), torch.tensor([float("inf")]))]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 25])
+def test_passes_is_run_checks_verdict_without_the_evidence(monkeypatch, chunk):
+    """The re-check of timed calls asks `passes` and gathers the evidence only for a wrong call: the
+    two must agree on every verdict, chunked or not (passing, one element off, NaN, exact, integers,
+    a shape mismatch, empty, infinities)."""
+    monkeypatch.setattr(judge.problem.checks, "CHUNK", chunk)
+    verdicts = [(passes(c, g, e), run_check(c, "C", g, e).passed) for c, g, e in _passes_cases()]
+    assert all(fast == full for fast, full in verdicts), verdicts
+    assert [fast for fast, _ in verdicts] == [True, False, False, True, False, True, False, False, True, True, False]
 
 
 # -- the registry ----------------------------------------------------------------------------------
