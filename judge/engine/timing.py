@@ -31,8 +31,15 @@ from typing import TypeVar
 
 from judge.contract.report import Stats
 from judge.engine.roles import Worker
-from judge.engine.stats import (TimingPolicy, batch_sample, batch_size, stop_reason, summarize,
-                                wall_batch_size, warmup_left)
+from judge.engine.stats import (
+    TimingPolicy,
+    batch_sample,
+    batch_size,
+    stop_reason,
+    summarize,
+    wall_batch_size,
+    warmup_left,
+)
 from judge.gpu.seal import Key
 from judge.worker.client import WorkerFailure
 from judge.worker.protocol import MAX_CALLS_PER_BATCH
