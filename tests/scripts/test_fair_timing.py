@@ -295,8 +295,14 @@ def test_bad_counts_are_usage_errors(args):
     assert e.value.code == 2
 
 
-def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0):
-    calls: dict = {"submit": 0, "profile": [], "test": 0}
+def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0, starts=None, submit_s: float = 6.0):
+    """`starts`: torch's start at each measurement in turn (the first one warm), 4.0 s by default."""
+    calls: dict = {"submit": 0, "profile": [], "test": 0, "graphs": 0, "warm": []}
+    starts = iter(starts) if starts is not None else None
+
+    def measure_torch_start(warm=True):
+        calls["warm"].append(warm)
+        return next(starts) if starts is not None else 4.0
 
     def run_test(problem, answer):
         calls["test"] += 1
@@ -307,7 +313,7 @@ def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0):
         ws = [spec.workload_id(w) for w in problem.spec.benchmarks]
         out = _report({w: (i + 1) * (1.0 + 0.001 * calls["submit"]) for i, w in enumerate(ws)},
                       {w: {problem.baselines[0].name: 1.5 * (i + 1)} for i, w in enumerate(ws)})
-        return ft.submit_from_stdout(out, 0, 6.0)
+        return ft.submit_from_stdout(out, 0, submit_s)
 
     def run_profile(problem, answer, index, n):
         calls["profile"].append(index)
@@ -315,11 +321,12 @@ def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0):
         return ft.ncu_from_stdout(w, n, _profile_json([1e6 * (index + 1)] * n, w), 0)
 
     def graph_timings(problem, replays):
+        calls["graphs"] += 1
         return {spec.workload_id(w): {b.name: ft.GraphTiming(times_ms=[1.5 * (i + 1) * graph_ms_scale] * replays)
                                       for b in problem.baselines}
                 for i, w in enumerate(problem.spec.benchmarks)}
 
-    monkeypatch.setattr(ft, "measure_torch_start", lambda: 4.0)
+    monkeypatch.setattr(ft, "measure_torch_start", measure_torch_start)
     monkeypatch.setattr(ft, "run_submit", run_submit)
     monkeypatch.setattr(ft, "run_test", run_test)
     monkeypatch.setattr(ft, "run_profile", run_profile)
@@ -347,14 +354,17 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     assert [r["shape"] for r in raw["rows"]] == 2 * shapes
     assert [s["subprocess_s"] for s in raw["answers"][0]["tests"]] == [5.0] * 3
     e = [_cells(r)[9].strip() for r in rows]
-    assert e[0] == "5.00 ≤ 5.50 pass" and e[1] == "(as above)"  # (e): torch's start + 1.5 s
+    assert e[0] == "5.00: its start + 1.00 ≤ + 1.5 pass" and e[1] == "(as above)"  # (e): torch's start + 1.5 s
+    assert calls["warm"] == [True] + [False] * 12  # one warm start, then one before each of the 12 runs
+    assert [s["torch_start_s"] for s in raw["answers"][0]["submits"]] == [4.0] * 3
 
 
 def test_main_a_slow_judge_test_misses_e(monkeypatch, capsys):
     _fake_gpu(monkeypatch, test_s=5.6)
     assert ft.main(["--problems", "vector_add", "--runs", "1"]) == 1
     text = capsys.readouterr().out
-    assert "5.60 ≤ 5.50 **FAIL**" in text and "02_float4.cu n=" in text and "(e)" in text.split("Not met:")[1]
+    assert "5.60: its start + 1.60 ≤ + 1.5 **FAIL**" in text and "02_float4.cu n=" in text
+    assert "(e)" in text.split("Not met:")[1]
 
 
 def test_main_exits_1_when_a_target_is_missed(monkeypatch, capsys):
@@ -484,3 +494,30 @@ def test_device_reaches_the_judge_as_its_nvml_index_and_this_process_as_cuda_vis
     env = ft.judge_env()
     assert env is not None and "CUDA_VISIBLE_DEVICES" not in env and env["PATH"] == ft.os.environ["PATH"]
     monkeypatch.setattr(ft, "DEVICE", None)
+
+
+# -- the wall clocks against torch's start timed just before each run ---------------------------------
+def test_each_run_is_held_against_the_start_timed_just_before_it():
+    """On a fresh H200 torch's start took 4.7-5.4 s and 2.1 s fifteen minutes later: one start for
+    the whole script made (d) pass or fail with the machine's state. Each run less its own start:"""
+    runs = [ft.Submit(status="ACCEPTED", subprocess_s=w, torch_start_s=t)
+            for w, t in ((8.0, 5.4), (5.0, 2.1), (5.2, 2.1))]
+    assert ft.excess_s(runs, torch_start_s=2.1) == pytest.approx(2.9)  # 2.6, 2.9, 3.1: easy's + 3 s is met
+    cell = ft.over_start_cell(runs, 2.1, ft.WALL_ALLOWANCE_S["easy"])
+    assert cell.ok and cell.text == "5.20: its start + 2.90 ≤ + 3"
+    one = [ft.Submit(status="ACCEPTED", subprocess_s=w) for w in (8.0, 5.0, 5.2)]  # no paired starts
+    assert ft.excess_s(one, torch_start_s=2.1) == pytest.approx(3.1)  # the median wall less the one start
+    assert not ft.over_start_cell(one, 2.1, 3.0).ok and ft.excess_s(one, None) is None
+
+
+def test_walls_only_measures_c_d_e_without_profiles_or_replays(monkeypatch, capsys):
+    calls = _fake_gpu(monkeypatch, submit_s=5.0, test_s=3.5,
+                      starts=[4.0, 5.4, 5.0, 2.1, 2.1, 2.2, 2.1, 2.0, 2.3, 2.1, 2.2, 2.1, 2.0])
+    assert ft.main(["--problems", "vector_add", "--runs", "3", "--walls-only"]) == 0
+    assert calls["profile"] == [] and calls["graphs"] == 0 and calls["submit"] == 6 and calls["test"] == 6
+    text = capsys.readouterr().out
+    rows = [ln for ln in text.splitlines() if ln.startswith("| vector_add")]
+    first = _cells(rows[0])
+    assert "n/a (--walls-only)" in first[5] and "n/a (--walls-only)" in first[6]  # (a), (b)
+    assert "pass" in first[7] and "its start +" in first[8] and "its start +" in first[9]  # (c), (d), (e)
+    assert "median of 13 (2.00–5.40 s)" in text
