@@ -24,6 +24,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["gemm_ncu.py", "{bad}", "{bad}"], "is not a built model answer"),
     (["verdict_phases.py", "no_such_problem", "x.cu"], "no problem.yaml here"),
     (["verdict_phases.py", "vector_add", "{missing}"], "no such file"),
+    (["repeatability.py", "no_such_problem", "x.cu"], "no problem.yaml here"),
+    (["repeatability.py", "vector_add", "{missing}"], "no such file"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -32,3 +34,25 @@ def test_one_line_and_exit_2(tmp_path, args, says):
     r = _run(str(PROBES / argv[0]), *argv[1:])
     assert r.returncode == 2, r.stderr
     assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [["--runs", "1"], ["--min-wall", "-0.1"], ["--device", "-1"], ["--rest", "x"]])
+def test_repeatability_bad_options_are_usage_errors(args):
+    r = _run(str(PROBES / "repeatability.py"), "vector_add", "x.cu", *args)
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_repeatability_policy_takes_the_options_given_and_defaults_the_rest():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("repeatability", PROBES / "repeatability.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from judge.engine.stats import TimingPolicy
+
+    p = mod.policy_of(mod.parse(["vector_add", "x.cu", "--min-wall", "0.15", "--warmup-ms", "10"]))
+    default = TimingPolicy()
+    assert (p.min_wall_s, p.warmup_ms) == (0.15, 10.0)
+    assert (p.min_time_s, p.rest, p.noise) == (default.min_time_s, default.rest, default.noise)
+    assert p.for_baseline().min_wall_s == 0.075  # each baseline run: half the candidate's window
