@@ -11,6 +11,7 @@ Adding a check: a module here defining a registered `Check` subclass, and its im
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from judge.contract.report import CheckResult, Mismatch
@@ -39,17 +40,13 @@ def run_check(spec: Check, output: str, got: torch.Tensor, exp: torch.Tensor) ->
         return CheckResult(check=spec.name, output=output, passed=False, numel=got.numel(),
                            n_bad=got.numel(), message=f"reference has shape {tuple(exp.shape)}, "
                            f"the output {tuple(got.shape)}")
-    wide = torch.float64 if got.dtype.is_floating_point or exp.dtype.is_floating_point else torch.int64
-    g_all, e_all = got.reshape(-1), exp.to(got.device).reshape(-1)
     n_bad = nan = inf = 0
     max_abs = max_rel = 0.0
     mismatches: list[Mismatch] = []
-    for start in range(0, g_all.numel(), CHUNK):
-        g = g_all[start:start + CHUNK].to(wide)
-        e = e_all[start:start + CHUNK].to(wide)
+    for start, g, e in _chunks(got, exp):
         bad = ~spec.ok(g, e)
         n_bad += int(bad.sum())
-        if wide == torch.float64:
+        if g.dtype == torch.float64:
             nan += int(torch.isnan(g).sum())
             inf += int(torch.isinf(g).sum())
             both = torch.isfinite(g) & torch.isfinite(e)
@@ -78,13 +75,22 @@ def passes(spec: Check, got: torch.Tensor, exp: torch.Tensor) -> bool:
 
     if tuple(got.shape) != tuple(exp.shape):
         return False
+    n_bad = torch.zeros((), dtype=torch.int64, device=got.device)
+    for _, g, e in _chunks(got, exp):
+        n_bad += (~spec.ok(g, e)).sum()
+    return int(n_bad) == 0
+
+
+def _chunks(got: torch.Tensor, exp: torch.Tensor) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """(flat start, got, expected) per CHUNK elements, flattened and widened to float64 (int64 when
+    neither is floating point): the checks compare in the wide type, so that no tolerance is
+    decided by a rounding of the output's own dtype."""
+    import torch
+
     wide = torch.float64 if got.dtype.is_floating_point or exp.dtype.is_floating_point else torch.int64
     g_all, e_all = got.reshape(-1), exp.to(got.device).reshape(-1)
-    n_bad = torch.zeros((), dtype=torch.int64, device=got.device)
     for start in range(0, g_all.numel(), CHUNK):
-        ok = spec.ok(g_all[start:start + CHUNK].to(wide), e_all[start:start + CHUNK].to(wide))
-        n_bad += (~ok).sum()
-    return int(n_bad) == 0
+        yield start, g_all[start:start + CHUNK].to(wide), e_all[start:start + CHUNK].to(wide)
 
 
 def _unravel(flat: int, shape: torch.Size) -> list[int]:
