@@ -39,9 +39,12 @@ class TimingPolicy:
     # ... or this much wall time of timed batches, whichever comes first: the power management's
     # phases pass in wall time, and a short call's batches are spread over far more wall time than
     # GPU time by the parent's fresh inputs and checks around each (vector_add's 0.14 ms calls
-    # took 2.3 s of wall time to fill 0.1 s of GPU time).
-    min_wall_s: float = 0.3
-    warmup_ms: float = 25.0
+    # took 2.3 s of wall time to fill 0.1 s of GPU time). It was 0.3 s, and warmup_ms 25: on an
+    # H200 (2026-11-28, scripts/probes/repeatability.py, docs/benchmarks.md) 0.15 s and 10 ms kept
+    # every 5-run spread of six problems' model answers and baselines within 0.82% (0.66% before)
+    # and cut their in-process verdicts from 6.0-6.8 s to 4.3-4.9 s; 0.1 s saved little more.
+    min_wall_s: float = 0.15
+    warmup_ms: float = 10.0
     min_warmup_calls: int = 3
     # GPU time per batch between stopping checks (the input slots cap a batch too: 8 calls at most).
     # It was 0.05: then every call under 6 ms had 8 per batch, and the minimum window of 10 batches
