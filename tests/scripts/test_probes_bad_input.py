@@ -2,9 +2,11 @@
 never a traceback, before anything needs CUDA."""
 from __future__ import annotations
 
+import ctypes.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -26,11 +28,17 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["verdict_phases.py", "vector_add", "{missing}"], "no such file"),
     (["repeatability.py", "no_such_problem", "x.cu"], "no problem.yaml here"),
     (["repeatability.py", "vector_add", "{missing}"], "no such file"),
+    (["hgemm_path.py"], "usage: hgemm_path.py LIB.so"),
+    (["hgemm_path.py", "{missing}"], "no such file"),
+    (["hgemm_path.py", "{bad}"], "is not a built model answer"),
+    (["hgemm_path.py", "{libm}"], "does not export hgemm_one_wave_config"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
     bad.write_bytes(b"not a shared library")
-    argv = [a.format(bad=bad, missing=tmp_path / "missing.cu") for a in args]
+    libm = ctypes.util.find_library("m") or "libm.so.6"  # a real library without step 9's functions
+    libm_path = next((p for p in (Path("/lib/x86_64-linux-gnu") / libm, Path("/usr/lib64") / libm) if p.is_file()), bad)
+    argv = [a.format(bad=bad, missing=tmp_path / "missing.cu", libm=libm_path) for a in args]
     r = _run(str(PROBES / argv[0]), *argv[1:])
     assert r.returncode == 2, r.stderr
     assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -1,0 +1,60 @@
+"""Which kernel hgemm step 9 (`reference_solutions/hgemm/09_one_wave.cu`) takes for each benchmark shape.
+
+    python3 scripts/probes/hgemm_path.py LIB.so
+
+LIB.so: a library built from the file (`nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC
+-gencode arch=compute_90a,code=sm_90a 09_one_wave.cu -o LIB.so`; nothing is built here). Prints one
+line: the GPU, its SM count, the path of 2048³ / 4096³ / 8192³ (`hgemm_one_wave_config`: 4 or 2 =
+the one-wave kernel with clusters of 4 or 2, 0 = step 8's persistent kernel, -1 = the fallback
+kernel, -2 = nothing launched) and the resident cluster counts behind it (`hgemm_one_wave_resident`:
+c4, c2 = the one-wave kernel's, c0 = step 8's). On bad input one line and exit 2.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
+NAMES = {4: "one-wave, clusters of 4", 2: "one-wave, clusters of 2", 0: "step 8's persistent kernel",
+         -1: "fallback", -2: "nothing launched"}
+
+
+def load(path: Path) -> ctypes.CDLL:
+    """The library with its two functions typed; ValueError with one line if it is not step 9's."""
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    try:
+        lib = ctypes.CDLL(str(path.resolve()))
+    except OSError as e:
+        raise ValueError(f"{path} is not a built model answer ({str(e).splitlines()[0]})") from None
+    for name, args in (("hgemm_one_wave_config", [ctypes.c_int] * 3), ("hgemm_one_wave_resident", [ctypes.c_int])):
+        if not hasattr(lib, name):
+            raise ValueError(f"{path} does not export {name} (not built from 09_one_wave.cu?)")
+        getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
+    return lib
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("hgemm_path.py: usage: hgemm_path.py LIB.so (a library built from 09_one_wave.cu)", file=sys.stderr)
+        return 2
+    try:
+        lib = load(Path(argv[0]))
+    except ValueError as e:
+        print(f"hgemm_path.py: {e}", file=sys.stderr)
+        return 2
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    parts = [props.name, f"{props.multi_processor_count} SMs"]
+    for m, n, k in SHAPES:
+        code = lib.hgemm_one_wave_config(m, n, k)
+        parts.append(f"{m}x{n}x{k}: {code} ({NAMES.get(code, 'unknown code')})")
+    parts.append("resident clusters: " + ", ".join(f"c{c}={lib.hgemm_one_wave_resident(c)}" for c in (4, 2, 0)))
+    print("; ".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
