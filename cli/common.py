@@ -84,7 +84,14 @@ def _positive(value: Optional[float]) -> Optional[float]:
     return value
 
 
-DeviceOpt = typer.Option(0, "--device", min=0, help="GPU index, as nvidia-smi shows it.")
+def _default_device() -> int:
+    from judge.gpu.device import default_index
+
+    return default_index()
+
+
+DeviceOpt = typer.Option(default_factory=_default_device, show_default="the first GPU in CUDA_VISIBLE_DEVICES, else 0",
+                         min=0, help="GPU index, as nvidia-smi shows it.")
 ArchOpt = typer.Option(None, "--arch", callback=_arch, help="Build for this arch, e.g. sm_90a (default: the GPU's).")
 ArchFormOpt = typer.Option(None, "--arch", callback=_arch_form,
                            help="Build for this arch, e.g. sm_90a (default: the GPU's).")

@@ -69,7 +69,7 @@ class Phases:
 @dataclass
 class Options:
     mode: str = "submit"  # "submit": tests + timing; "test": tests only
-    device: int = 0
+    device: int = field(default_factory=lambda: device.default_index())  # NVML's; default: CUDA_VISIBLE_DEVICES's first
     arch: str | None = None  # default: the local GPU's (sm_90a when there is none)
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     baseline_policy: TimingPolicy = field(default_factory=lambda: TimingPolicy().for_baseline())

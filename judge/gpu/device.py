@@ -84,6 +84,21 @@ def cuda_index(physical: int, visible: str | None = None, all_gpus: list[GpuInfo
                      f"or include that GPU")
 
 
+def default_index(visible: str | None = None, all_gpus: list[GpuInfo] | None = None) -> int:
+    """The NVML index of the GPU this process's CUDA calls 0, the judge's GPU when no `--device` is
+    given: CUDA_VISIBLE_DEVICES's first entry (an index, or a UUID prefix of a GPU NVML sees), so that
+    `CUDA_VISIBLE_DEVICES=3 judge submit ...` judges on GPU 3; 0 when it is unset or its first entry
+    names no GPU (`cuda_index` then says what is wrong)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    first = (visible or "").split(",")[0].strip()
+    if first.isdigit():
+        return int(first)
+    if first.startswith("GPU-"):
+        found = all_gpus if all_gpus is not None else gpus()
+        return next((g.index for g in found if g.uuid.startswith(first)), 0)
+    return 0
+
+
 def _s(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 

@@ -211,6 +211,33 @@ def test_device_means_the_nvml_index_under_cuda_visible_devices():
         cuda_index(1, visible="", all_gpus=gs)
 
 
+def test_default_device_is_the_first_gpu_cuda_visible_devices_lists(monkeypatch):
+    """No `--device`: the GPU this process's CUDA calls 0 (it was always NVML's 0, which
+    `CUDA_VISIBLE_DEVICES=3` hides: every run then stopped at "GPU 0 is not among ...")."""
+    from judge.engine.session import Options
+    from judge.gpu.device import GpuInfo, cuda_index, default_index
+
+    gs = [GpuInfo(i, "H100", f"GPU-{i}aaa-{i}", "580", 9, 0, 80 << 30) for i in range(4)]
+    assert default_index(visible="3", all_gpus=gs) == 3
+    assert cuda_index(default_index(visible="3", all_gpus=gs), visible="3", all_gpus=gs) == 0
+    assert default_index(visible="2,0", all_gpus=gs) == 2
+    assert default_index(visible=" GPU-1a,GPU-3", all_gpus=gs) == 1  # a UUID prefix
+    assert default_index(visible="", all_gpus=gs) == 0  # no GPU visible: cuda_index says so
+    assert default_index(visible="GPU-zzz", all_gpus=gs) == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert Options().device == 3
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert Options().device == 0
+    assert Options(device=2).device == 2  # --device wins
+
+
+def test_cli_device_defaults_to_cuda_visible_devices(monkeypatch):
+    from cli.common import DeviceOpt
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,2")
+    assert DeviceOpt.default_factory() == 1
+
+
 def test_device_without_cuda_visible_devices_is_itself(monkeypatch):
     from judge.gpu.device import cuda_index
 
