@@ -96,6 +96,8 @@ class Submit:
     baselines: dict[str, dict[str, float]] = field(default_factory=dict)  # workload → baseline → median, ms
     environment: dict[str, Any] = field(default_factory=dict)
     torch_start_s: float | None = None  # torch's CUDA start, timed just before this run (`excess_s`)
+    phases_s: dict[str, float] = field(default_factory=dict)  # the report's: where the wall time went
+    warm_up: list[dict[str, Any]] = field(default_factory=list)  # the report's, a Triton answer's per worker
 
     @property
     def accepted(self) -> bool:
@@ -173,7 +175,8 @@ def submit_from_stdout(stdout: str, returncode: int, subprocess_s: float, stderr
                   subprocess_s=subprocess_s,
                   medians={b.workload: b.stats.median_ms for b in report.benchmarks},
                   baselines={b.workload: {t.name: t.median_ms for t in b.baselines} for b in report.benchmarks},
-                  environment=report.environment.model_dump())
+                  environment=report.environment.model_dump(), phases_s=dict(report.phases_s),
+                  warm_up=[w.model_dump() for w in report.warm_up])
 
 
 def per_call_ms(durations_ns: Sequence[float | None], calls: int) -> list[float]:

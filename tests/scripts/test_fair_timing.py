@@ -65,6 +65,20 @@ def test_submit_from_stdout_reads_the_reports_medians_and_baselines():
     assert s.environment["gpu"] == "NVIDIA H100 80GB HBM3"
 
 
+def test_submit_keeps_the_reports_phases_and_triton_warm_ups():
+    """Where a verdict's wall time went (a Triton answer's compiling and tuning per worker among it)
+    stays in --json: the walls alone cannot say why a run is over its target."""
+    from judge.contract.report import Report, WarmUp
+
+    r = Report.model_validate_json(_report({"n=1": 0.5}, {}))
+    r.phases_s = {"build": 1.9, "tests": 0.4, "candidate": 1.2}
+    r.warm_up = [WarmUp(phase="tests", workloads=10, seconds=6.5, compile_s=5.9, kernels=4, configs=0),
+                 WarmUp(phase="timed", workloads=2, seconds=2.0, compile_s=1.6, kernels=1, configs=0)]
+    s = ft.submit_from_stdout(r.model_dump_json(), 0, 9.0)
+    assert s.phases_s == {"build": 1.9, "tests": 0.4, "candidate": 1.2}
+    assert [(w["phase"], w["compile_s"]) for w in s.warm_up] == [("tests", 5.9), ("timed", 1.6)]
+
+
 def test_submit_from_stdout_without_a_report():
     err = json.dumps({"error": "invalid problem problems/x/problem.yaml", "details": [], "exit_code": 2})
     assert ft.submit_from_stdout(err, 2, 1.0).status == "ERROR"
