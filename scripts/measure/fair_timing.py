@@ -1,11 +1,11 @@
 """Proof that the judge's numbers are fair (issue 17), on a GPU machine with Nsight Compute:
 
-    python3 scripts/measure/fair_timing.py [--problems a,b,c] [--all-answers] [--runs 5]
+    python3 scripts/measure/fair_timing.py [--problems a,b,c] [--all-answers | --answers F,G] [--runs 5]
                                            [--replays 100] [--ncu-calls 3] [--walls-only] [--json FILE] > out.md
 
 For every problem (default: all under problems/), each model answer (reference_solutions/<problem>/;
-default: only the last file in name order, the fastest; `--all-answers` for every one) and every
-benchmark shape of the problem's spec, one table row:
+default: only the last file in name order, the fastest; `--all-answers` for every one, `--answers`
+for the files named) and every benchmark shape of the problem's spec, one table row:
 
 (a) the judge's median (the median over the runs of `judge submit --json --no-record`'s
     benchmarks[i].stats.median_ms) against Nsight Compute's summed kernel duration per solve()
@@ -147,10 +147,12 @@ Graphs = dict[str, dict[str, GraphTiming]]  # workload → baseline name → rep
 
 
 # -- pure parts ------------------------------------------------------------------------------------
-def pick_answers(files: Sequence[Path], all_answers: bool) -> list[Path]:
-    """The model answers to measure: all of them in name order, or only the last (the fastest) of
-    each language."""
+def pick_answers(files: Sequence[Path], all_answers: bool, names: set[str] | None = None) -> list[Path]:
+    """The model answers to measure: those `names` names (file names), else all of them in name
+    order, else only the last (the fastest) of each language."""
     ordered = sorted(files, key=lambda f: f.name)
+    if names:
+        return [f for f in ordered if f.name in names]
     if all_answers:
         return ordered
     last = {f.suffix: f for f in ordered}
@@ -656,6 +658,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="fair_timing.py", description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--problems", help="comma-separated problem names (default: every problem)")
     ap.add_argument("--all-answers", action="store_true", help="every model answer, not only the last (fastest)")
+    ap.add_argument("--answers", metavar="FILES",
+                    help="comma-separated file names of model answers (e.g. 07_lean_tiles.cu): only these")
     ap.add_argument("--runs", type=int, default=5, help="judge submit runs per answer (default 5)")
     ap.add_argument("--replays", type=int, default=100, help=f"timed CUDA-graph replays (at least {MIN_REPLAYS})")
     ap.add_argument("--ncu-calls", type=int, default=3, help="solve() calls profiled per shape (1..20, default 3)")
@@ -699,9 +703,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, problem_spec.ProblemError) as e:
         print(f"fair_timing.py: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
+    names = {n.strip() for n in a.answers.split(",") if n.strip()} if a.answers else None
+    found = {f.name for p in problems for f in toolchain.solutions_in(paths.solutions_dir(p.root))}
+    if names is not None and (not names or names - found):
+        print(f"fair_timing.py: error: no such model answer: {', '.join(sorted(names - found)) or '(none named)'} "
+              f"in {', '.join(p.name for p in problems)}", file=sys.stderr)
+        return 2
     plan = []
     for p in problems:
-        answers = pick_answers(toolchain.solutions_in(paths.solutions_dir(p.root)), a.all_answers)
+        answers = pick_answers(toolchain.solutions_in(paths.solutions_dir(p.root)), a.all_answers, names)
         if not answers or not p.spec.benchmarks:
             log(f"{p.name}: skipped ({'no model answer' if not answers else 'no benchmark shape'})")
             continue

@@ -261,6 +261,15 @@ def test_pick_answers_last_by_name_or_all():
     assert ft.pick_answers(files, False) == [Path("b/03_fastest.cu")]
     assert ft.pick_answers(files, True) == sorted(files)
     assert ft.pick_answers([], False) == []
+    assert ft.pick_answers(files, False, {"01_naive.cu", "02_fast.cu"}) == [Path("b/01_naive.cu"), Path("b/02_fast.cu")]
+
+
+def test_answers_names_files_of_the_problems_or_is_a_one_line_usage_error(capsys):
+    assert ft.main(["--problems", "vector_add", "--answers", "02_float4.cu,nope.cu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "fair_timing.py: error: no such model answer: nope.cu in vector_add"
+    assert ft.main(["--problems", "vector_add", "--answers", " , "]) == 2
+    assert "(none named)" in capsys.readouterr().err
 
 
 # -- a baseline's call -------------------------------------------------------------------------------
@@ -346,6 +355,13 @@ def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0, sta
     monkeypatch.setattr(ft, "run_profile", run_profile)
     monkeypatch.setattr(ft, "graph_timings", graph_timings)
     return calls
+
+
+def test_answers_measures_only_the_files_named(monkeypatch, capsys):
+    calls = _fake_gpu(monkeypatch)
+    assert ft.main(["--problems", "vector_add", "--runs", "1", "--walls-only", "--answers", "01_naive.cu"]) in (0, 1)
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| vector_add")]
+    assert rows and all("01_naive.cu" in r for r in rows) and calls["submit"] == 1
 
 
 def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
