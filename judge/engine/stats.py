@@ -121,7 +121,7 @@ def wall_batch_size(k: int, wall_per_call_s: float, policy: TimingPolicy) -> int
     wall time per call the last timed batch took, the parent's fresh inputs and checks around it
     included. Those are per call and, on large inputs, many times the call (vector_add at 2^28: 0.73
     ms of GPU time, ~7 ms of drawing, sealing and checksums), so that batches of 8 made the minimum
-    of 10 batches take 0.7 s where the window asks for 0.3 s; smaller batches meet both at once."""
+    of 10 batches take 0.7 s where the window then asked for 0.3 s; smaller batches meet both at once."""
     if policy.min_wall_s <= 0 or wall_per_call_s <= 0:
         return k
     return max(1, min(k, int(policy.min_wall_s / policy.min_batches / wall_per_call_s)))

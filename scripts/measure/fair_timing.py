@@ -657,9 +657,10 @@ def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int,
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="fair_timing.py", description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("--problems", help="comma-separated problem names (default: every problem)")
-    ap.add_argument("--all-answers", action="store_true", help="every model answer, not only the last (fastest)")
-    ap.add_argument("--answers", metavar="FILES",
-                    help="comma-separated file names of model answers (e.g. 07_lean_tiles.cu): only these")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--all-answers", action="store_true", help="every model answer, not only the last (fastest)")
+    which.add_argument("--answers", metavar="FILES",
+                       help="comma-separated file names of model answers (e.g. 07_lean_tiles.cu): only these")
     ap.add_argument("--runs", type=int, default=5, help="judge submit runs per answer (default 5)")
     ap.add_argument("--replays", type=int, default=100, help=f"timed CUDA-graph replays (at least {MIN_REPLAYS})")
     ap.add_argument("--ncu-calls", type=int, default=3, help="solve() calls profiled per shape (1..20, default 3)")
@@ -703,15 +704,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, problem_spec.ProblemError) as e:
         print(f"fair_timing.py: error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    names = {n.strip() for n in a.answers.split(",") if n.strip()} if a.answers else None
-    found = {f.name for p in problems for f in toolchain.solutions_in(paths.solutions_dir(p.root))}
-    if names is not None and (not names or names - found):
-        print(f"fair_timing.py: error: no such model answer: {', '.join(sorted(names - found)) or '(none named)'} "
-              f"in {', '.join(p.name for p in problems)}", file=sys.stderr)
+    files = {p.name: toolchain.solutions_in(paths.solutions_dir(p.root)) for p in problems}
+    names = {n.strip() for n in a.answers.split(",") if n.strip()} if a.answers is not None else None
+    missing = names - {f.name for fs in files.values() for f in fs} if names else set()
+    if names is not None and (not names or missing):
+        print(f"fair_timing.py: error: no such model answer: {', '.join(sorted(missing)) or '(none named)'} "
+              f"in {', '.join(files)}", file=sys.stderr)
         return 2
     plan = []
     for p in problems:
-        answers = pick_answers(toolchain.solutions_in(paths.solutions_dir(p.root)), a.all_answers, names)
+        answers = pick_answers(files[p.name], a.all_answers, names)
         if not answers or not p.spec.benchmarks:
             log(f"{p.name}: skipped ({'no model answer' if not answers else 'no benchmark shape'})")
             continue

@@ -311,7 +311,7 @@ def test_unknown_problem_is_a_one_line_usage_error(capsys):
 
 
 @pytest.mark.parametrize("args", [["--runs", "0"], ["--replays", "49"], ["--ncu-calls", "21"], ["--device", "-1"],
-                                  ["--device", "x"]])
+                                  ["--device", "x"], ["--all-answers", "--answers", "01_naive.cu"]])
 def test_bad_counts_are_usage_errors(args):
     with pytest.raises(SystemExit) as e:
         ft.main(args)
