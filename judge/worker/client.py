@@ -32,7 +32,7 @@ from pathlib import Path
 from judge import paths
 from judge.sandbox import cgroup, parent, pidns, seccomp
 from judge.sandbox.memwatch import MemoryWatch, default_limit, descendants
-from judge.worker import native_build, protocol
+from judge.worker import native_build, protocol, triton_seed
 from judge.worker.protocol import Op
 
 LOG_LIMIT_BYTES = 16 << 20  # RLIMIT_FSIZE: a flood of output kills the worker, not the disk
@@ -119,8 +119,9 @@ class WorkerProcess:
         if torch or self.triton:
             env["PYTHONPATH"] = str(paths.CODE_ROOT)
             env["PYTHONUNBUFFERED"] = "1"
-        if self.triton:
-            env["TRITON_CACHE_DIR"] = env["TRITON_HOME"] = triton_cache(Path(self.workdir.name))
+        self.triton_cache = triton_cache(Path(self.workdir.name)) if self.triton else None
+        if self.triton_cache:
+            env["TRITON_CACHE_DIR"] = env["TRITON_HOME"] = str(self.triton_cache)
         env[protocol.ENV_FD] = str(write_fd)  # the worker removes it at once
         if not torch and not pidns.wanted():  # unset: a pid namespace of its own (judge/worker/native/confine.h)
             env[protocol.ENV_PID_NAMESPACE] = "0"
@@ -179,6 +180,8 @@ class WorkerProcess:
         (judge/worker/native/confine.h) and its pid there: the judge's own code wrote it, before the
         submission's library is loaded."""
         msg = self._reply(time.perf_counter() + timeout_s, timeout_s, "starting the worker")
+        if self.triton_cache:  # its start-up's cache, before any of the submission's code runs
+            triton_seed.keep(self.triton_cache)
         self.pids |= descendants(self.proc.pid)
         if msg.get("pid_namespace") is True and isinstance(msg.get("pid"), int):
             self.pid_namespace, self.own_pid = True, msg["pid"]
@@ -394,17 +397,19 @@ def command(torch: bool = False, triton: bool = False) -> list[str]:
     return [str(native_build.worker_binary())]
 
 
-def triton_cache(workdir: Path) -> str:
+def triton_cache(workdir: Path) -> Path:
     """A Triton cache of the worker's own, fresh (compile times are the run's, and nothing one
-    submission compiled is found by the next), in its working directory, which the parent removes.
+    submission compiled is found by the next), in its working directory, which the parent removes;
+    it begins as a copy of the machine's start-up seed where there is one (judge/worker/triton_seed.py).
     A root judge's worker compiles as nobody (judge/worker/triton_gpu.py): the directory is then
     nobody's, and its parent only passable."""
     cache = workdir / "triton"
     cache.mkdir(mode=0o700)
+    triton_seed.seed(cache)
     if os.geteuid() == 0:
         os.chown(cache, NOBODY, NOBODY)
         workdir.chmod(0o711)
-    return str(cache)
+    return cache
 
 
 def decode(line: bytes) -> dict:

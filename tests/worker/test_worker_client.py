@@ -38,13 +38,13 @@ def fake_worker(tmp_path):
     """fake_worker(body) → a WorkerProcess whose process runs `body` (after PRELUDE) instead of the worker."""
     made = []
 
-    def make(body: str, role: str = "candidate", torch: bool = False) -> WorkerProcess:
+    def make(body: str, role: str = "candidate", torch: bool = False, triton: bool = False) -> WorkerProcess:
         script = tmp_path / f"fake_worker_{len(made)}.py"
         script.write_text(HEADER + PRELUDE + textwrap.dedent(body))
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(local, "command", lambda torch=False, triton=False: [str(script)])
-            w = WorkerProcess(device=0, role=role, torch=torch)
+            w = WorkerProcess(device=0, role=role, torch=torch, triton=triton)
         made.append(w)
         return w
 
