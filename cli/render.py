@@ -147,7 +147,8 @@ def report(c: Console, r: Report) -> None:
 def warm_up_line(w: WarmUp) -> str:
     """A Triton candidate's warm-up in one worker: what Triton compiled and tuned, outside the timing."""
     where = "the tests'" if w.phase == "tests" else "the timed calls'"
-    tuned = f", {w.configs} autotuner configuration{'s' if w.configs != 1 else ''} tried" if w.configs else ""
+    tuned = (f", {w.configs} autotuner configuration{'s' if w.configs != 1 else ''} tried in {w.tune_s:.1f} s"
+             if w.configs else "")
     return (f"[dim]warm-up ({where} worker, not timed): {w.workloads} shape{'s' if w.workloads != 1 else ''} in "
             f"{w.seconds:.1f} s, {w.kernels} kernel{'s' if w.kernels != 1 else ''} compiled in "
             f"{w.compile_s:.1f} s{tuned}[/]")

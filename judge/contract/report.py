@@ -127,6 +127,7 @@ class WarmUp(_M):
     workloads: int
     seconds: float  # the warm-up's wall time, the calls and the parent's buffers included
     compile_s: float  # of it, Triton compiling kernels
+    tune_s: float = 0.0  # of it, the autotuner benchmarking configurations (its compiling in compile_s)
     kernels: int  # kernels compiled
     configs: int  # autotuner configurations benchmarked
 

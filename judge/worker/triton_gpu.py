@@ -16,7 +16,7 @@ the first time it is launched with a new specialisation, which the sandbox forbi
   warm      solve() once on one workload's buffers (the parent sends every shape the worker will
             be called on): Triton compiles and autotunes here, timed and counted, never in a timed
             window; the reply says how long it took, how many kernels compiled and how many
-            autotuner configurations were tried;
+            autotuner configurations were tried (and their benchmarking's time);
   confine   compilation and autotuning locked (a later one is refused), then the seccomp filter
             (judge/sandbox/seccomp.py, as the native worker's): no process, no write-open, no
             socket, no signal to another process;
@@ -79,19 +79,24 @@ class TritonWorker(Worker):
         self.loaded = True
         return {}
 
-    def warm(self, args: list) -> dict:
+    def warm(self, args: list, tuning: str = "full") -> dict:
         """solve() once on these buffers while Triton may compile: its time, compilations and
-        autotuner configurations (the outputs are not checked: the parent sends scratch buffers)."""
+        autotuner configurations (the outputs are not checked: the parent sends scratch buffers).
+        `tuning` "quick": each configuration timed by one call (the tests' worker, Watch)."""
         if self.confined or not self.loaded:
             raise ValueError("warm comes after init and before confine")
-        compiled, compile_s, configs = self.watch.compiled, self.watch.compile_s, self.watch.configs
+        if tuning not in ("full", "quick"):
+            raise ValueError(f"tuning is 'full' or 'quick', not {tuning!r}")
+        self.watch.quick_tuning = tuning == "quick"
+        w = self.watch
+        compiled, compile_s, tune_s, configs = w.compiled, w.compile_s, w.tune_s, w.configs
         t0 = time.perf_counter()
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
         self.rt.synchronize("solve() on the device")
         return {"seconds": float(round(time.perf_counter() - t0, 4)),
-                "compile_s": float(round(self.watch.compile_s - compile_s, 4)),
-                "compiled": self.watch.compiled - compiled, "configs": self.watch.configs - configs}
+                "compile_s": float(round(w.compile_s - compile_s, 4)), "tune_s": float(round(w.tune_s - tune_s, 4)),
+                "compiled": w.compiled - compiled, "configs": w.configs - configs}
 
     def confine(self) -> dict:
         """The warm-up is over: no more compiling or tuning, then the filter, for good."""

@@ -272,11 +272,15 @@ def test_cli_watches_a_triton_file_with_its_warm_up_shown(fake_session, tmp_path
     src = tmp_path / "add.py"
     src.write_text("# judge: vector_add\n")
     fake_session.statuses = [Status.ACCEPTED]
-    fake_session.warm_up = [WarmUp(phase="tests", workloads=6, seconds=2.5, compile_s=1.9, kernels=1, configs=0)]
+    fake_session.warm_up = [WarmUp(phase="tests", workloads=6, seconds=2.5, compile_s=1.9, kernels=1, configs=0),
+                            WarmUp(phase="timed", workloads=3, seconds=4.0, compile_s=1.0, tune_s=2.5, kernels=3,
+                                   configs=9)]
     r = runner.invoke(app, ["watch", str(src), "--once", "--no-time"])
     assert r.exit_code == 0, r.output
     assert fake_session.made[0].triton  # the Triton worker is the spare one
     assert "warm-up (the tests' worker, not timed): 6 shapes in 2.5 s, 1 kernel compiled in 1.9 s" in r.output
+    assert ("warm-up (the timed calls' worker, not timed): 3 shapes in 4.0 s, 3 kernels compiled in 1.0 s, "
+            "9 autotuner configurations tried in 2.5 s") in r.output
     fake_session.made = []
     (tmp_path / "x.cu").write_text("// v1\n")
     assert runner.invoke(app, ["watch", "vector_add", str(tmp_path / "x.cu"), "--once"]).exit_code == 0

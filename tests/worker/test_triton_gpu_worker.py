@@ -68,3 +68,68 @@ def test_after_the_lock_compiling_and_tuning_are_refused(watch):
     with pytest.raises(Refused, match="autotuned after the warm-up"):
         autotuner.Autotuner._bench(object())
     assert watch.compiled == 0 and watch.configs == 0
+
+
+def test_tuning_time_leaves_out_the_compiling_inside_it(monkeypatch):
+    """The autotuner compiles each configuration inside its benchmarking: that time is compile_s's,
+    the rest of the benchmarking tune_s's."""
+    import time
+    import types
+
+    from triton.runtime import autotuner, jit
+
+    def compile_(fn, *args, **kwargs):
+        time.sleep(0.2)
+
+    def bench(tuner, *args, **kwargs):
+        jit.JITFunction._do_compile(object())  # the watched one, as Triton's own _bench reaches it
+        time.sleep(0.02)
+        return [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(jit.JITFunction, "run", jit.JITFunction.run)
+    monkeypatch.setattr(jit.JITFunction, "_do_compile", compile_)
+    monkeypatch.setattr(autotuner.Autotuner, "_bench", bench)
+    w = Watch()
+    w.install()
+    assert autotuner.Autotuner._bench(types.SimpleNamespace()) == [1.0, 1.0, 1.0]
+    assert w.configs == 1 and w.compiled == 1
+    assert 0.02 <= w.tune_s < 0.2 <= w.compile_s
+
+
+def test_quick_tuning_times_each_configuration_by_one_call(monkeypatch):
+    """The tests' worker's tuning: the autotuner's benchmark is `one_call_ms` for that call only;
+    before and after it, the autotuner's own (Triton's `do_bench`: a cached property over
+    `_do_bench`, which the watch sets and restores both of)."""
+    import inspect
+    from functools import cached_property
+
+    from triton.runtime import autotuner, jit
+
+    from judge.worker.triton_watch import one_call_ms
+
+    assert isinstance(inspect.getattr_static(autotuner.Autotuner, "do_bench"), (cached_property, property))
+    seen = []
+
+    def bench(tuner, *args, **kwargs):
+        seen.append(tuner.do_bench)
+        return [1.0, 1.0, 1.0]
+
+    class Tuner:  # the installed Triton's shape
+        def __init__(self):
+            self._do_bench = None
+
+        @cached_property
+        def do_bench(self):
+            return self._do_bench or "the autotuner's own"
+
+    monkeypatch.setattr(jit.JITFunction, "run", jit.JITFunction.run)
+    monkeypatch.setattr(jit.JITFunction, "_do_compile", jit.JITFunction._do_compile)
+    monkeypatch.setattr(autotuner.Autotuner, "_bench", bench)
+    w = Watch()
+    w.install()
+    t = Tuner()
+    for quick in (False, True, False):
+        w.quick_tuning = quick
+        autotuner.Autotuner._bench(t)
+    assert seen == ["the autotuner's own", one_call_ms, "the autotuner's own"]
+    assert t._do_bench is None and w.configs == 3
