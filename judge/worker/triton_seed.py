@@ -8,7 +8,8 @@ Every Triton worker has a cache of its own, empty (judge/worker/client.py's `tri
 times are the run's, and nothing one submission compiled is found by the next). Its start-up
 compiles and launches a kernel of the judge's (judge/worker/triton_gpu.py's `_judge_kernel`), and
 from an empty cache that builds Triton's CUDA driver module and the kernel's launcher with the
-host's C compiler: 1.0-1.8 s on an H200 (2026-11-28), on the way to every Triton verdict. What the
+host's C compiler (the kernel's first launch took 1.0-1.8 s on an H200; with the seed a worker was
+ready in 3.13-3.36 s, without it in 3.60-3.97 s: docs/benchmarks.md, 2026-11-28). What the
 start-up writes depends only on the machine (its Triton, Python, compiler and GPU) and the judge's
 code, and it is written before any of the submission's code runs: the worker says it is ready
 only then, and the parent keeps the cache at that moment, before it sends `init`. A worker gets a

@@ -44,6 +44,12 @@ def test_one_line_and_exit_2(tmp_path, args, says):
     assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("args", [["--runs", "0"], ["--runs", "x"], ["--device", "-1"], ["--seed"]])
+def test_triton_ready_bad_options_are_usage_errors(args):
+    r = _run(str(PROBES / "triton_ready.py"), *args)
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
 @pytest.mark.parametrize("args", [["--runs", "1"], ["--min-wall", "-0.1"], ["--device", "-1"], ["--rest", "x"]])
 def test_repeatability_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "repeatability.py"), "vector_add", "x.cu", *args)
