@@ -169,8 +169,7 @@ class Report(_M):
     # Where the wall time went, seconds by phase in the order they ran (`Session.phase`): "build"
     # (the static check, nvcc, the workers' and torch's start beside it), "preload", "load",
     # "tests", then in submit mode "load baselines", "baselines before", "load (timed)", "candidate",
-    # "baselines after"; and "close" (the workers ended); "rehearsal" where a Triton candidate's
-    # load waited for the baselines' first calls. In --json only.
+    # "baselines after"; and "close" (the workers ended). In --json only.
     phases_s: dict[str, float] = {}
     # Each baseline's first calls, one per benchmark shape, made in its worker beside the build and
     # the tests (judge/engine/rehearsal.py): seconds in that worker, by baseline. In --json only.

@@ -12,9 +12,9 @@ and tests the candidate. The timed phase joins the thread before it times anythi
 
 Why it is fair: a baseline is timed only after the join, as before, with its warm-up and its
 timed calls on the parent's inputs; only its one-off set-up left the window. Nothing of the
-candidate runs in a baseline's process. A Triton candidate's load waits for every thread first
-(`evaluate`): its autotuner times configurations while it warms up, and a baseline's kernels on
-the same GPU would skew its choice.
+candidate runs in a baseline's process. A Triton candidate's tests' worker warms up beside it: its
+autotuner's choice there only decides which configuration the tests run, never what is timed
+(judge/engine/warmup.py); the timed calls' worker tunes after the join, with the GPU to itself.
 
 A failure in the thread (the worker did not start, load or run) is kept and raised by `join`, in
 the main thread, as the same RunFailure (or `Interference`, which the timed phase answers by

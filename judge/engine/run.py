@@ -71,10 +71,6 @@ def evaluate(problem: Problem, source: Path, opts: Options | None = None) -> Ite
         with s.phase("preload"):
             preload(s)
             rehearse(s)
-        if s.triton and s.rehearsal is not None:  # judge/engine/rehearsal.py says why
-            yield Stage("the baselines' first calls")
-            with s.phase("rehearsal"):
-                s.rehearsal.wait()
         yield Stage("starting the worker")
         with s.phase("load"):
             s.load(s.candidate, prepared.load)

@@ -131,3 +131,52 @@ def test_the_rehearsal_runs_beside_the_main_thread(vector_add):
     go.set()
     s.rehearsal.wait()
     assert w.ops == ["init", "rehearse"]
+
+
+def test_a_triton_candidates_tests_worker_warms_up_beside_the_rehearsal(vector_add, monkeypatch, tmp_path):
+    """Its tuning there only picks what the tests run, so its load does not wait for the baselines'
+    first calls (it did before quick tuning: 3.2-3.8 s on flash_attn); the rehearsal is joined by the
+    timed phase, before anything is timed."""
+    from judge.engine.session import Phases
+
+    order: list[str] = []
+    go = threading.Event()  # the baseline's first calls end only once the candidate has warmed up
+    baseline = FakeWorker(0.004, on=lambda op, a, wk: go.wait(10) if op == "rehearse" else None)
+
+    def build_and_start(s, source, arch):
+        s.triton, s.gpu, s.peaks = True, object(), PEAKS
+        s.baselines = [(vector_add.baselines[0], baseline)]
+        s.candidate = FakeWorker(0.002)
+        yield from ()
+        return type("Prepared", (), {"load": {"module": "x.py"}})()
+
+    def warm_up(s, worker, workloads, phase):
+        order.append(f"warm-up {phase}")
+        go.set()
+
+    def timed(s):
+        s.rehearsal.wait()
+        order.append("joined")
+        yield from ()
+
+    monkeypatch.setattr(run, "check_source", lambda s, source: "sm_90a")
+    monkeypatch.setattr(run, "build_and_start", build_and_start)
+    monkeypatch.setattr(run, "preload", lambda s: setattr(s, "baseline_sources", {vector_add.baselines[0].impl: "x"}))
+    monkeypatch.setattr(run, "warm_up", warm_up)
+    original = run.Session.load
+
+    def load(self, worker, what, *args, **kwargs):
+        if worker is self.candidate:
+            order.append("load")
+        else:
+            original(self, worker, what, *args, **kwargs)
+
+    monkeypatch.setattr(run.Session, "load", load)
+    correctness = lambda s: iter(())
+    source = tmp_path / "x.py"
+    source.write_text("# judge: vector_add\n")
+    opts = run.Options(mode="submit", secret=1, phases=Phases(correctness, timed))
+    events = list(run.evaluate(vector_add, source, opts))
+    assert events[-1].report.status == Status.ACCEPTED, events[-1].report.message
+    assert order == ["load", "warm-up tests", "joined"] and baseline.ops == ["init", "rehearse"]
+    assert "rehearsal" not in events[-1].report.phases_s
