@@ -4,6 +4,9 @@ each later worker's fresh cache.
     keep(cache)  the first ready worker's cache becomes the machine's seed, whole or not at all
     seed(cache)  a new worker's fresh cache begins as a copy of the seed (False: there is none yet)
 
+Both are only a saving: where the cache cannot be written or read they do nothing, and the worker
+compiles its start-up itself.
+
 Every Triton worker has a cache of its own, empty (judge/worker/client.py's `triton_cache`: compile
 times are the run's, and nothing one submission compiled is found by the next). Its start-up
 compiles and launches a kernel of the judge's (judge/worker/triton_gpu.py's `_judge_kernel`), and
@@ -57,8 +60,11 @@ def seed(cache: Path) -> bool:
     src = seed_dir()
     if not src.is_dir():
         return False
-    shutil.copytree(src, cache, dirs_exist_ok=True, symlinks=True)
-    return True
+    try:
+        shutil.copytree(src, cache, dirs_exist_ok=True, symlinks=True)
+        return True
+    except OSError:  # a seed it cannot read: the worker compiles its start-up itself, as without one
+        return False
 
 
 def keep(cache: Path) -> bool:
@@ -67,13 +73,15 @@ def keep(cache: Path) -> bool:
     dst = seed_dir()
     if dst.is_dir() or not cache.is_dir():
         return False
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=dst.parent))
+    tmp = None
     try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=dst.parent))
         shutil.copytree(cache, tmp, dirs_exist_ok=True, symlinks=True)
         os.replace(tmp, dst)
         return True
-    except OSError:  # another judge kept one first (the rename found it), or the disk refused
+    except OSError:  # another judge kept one first (the rename found it), or the disk refused: no seed
         return False
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)

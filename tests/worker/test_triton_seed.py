@@ -82,3 +82,24 @@ def test_the_key_follows_the_workers_source(tmp_path, monkeypatch):
     k = triton_seed.key()
     src.write_text("def _judge_kernel(): return 1\n")
     assert triton_seed.key() != k
+
+
+def test_a_cache_that_cannot_be_written_or_read_only_loses_the_saving(tmp_path, cache_root, monkeypatch):
+    """Modes do not stop root (the judge's usual user), so the refusals are the OS errors themselves."""
+    import shutil
+    from pathlib import Path
+
+    ready = tmp_path / "ready"
+    (ready / "k").mkdir(parents=True)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "mkdir", refused)
+        assert not triton_seed.keep(ready)  # no exception: the run goes on without a seed
+    assert triton_seed.keep(ready)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    monkeypatch.setattr(shutil, "copytree", refused)
+    assert not triton_seed.seed(fresh) and list(fresh.iterdir()) == []
