@@ -540,6 +540,18 @@ def test_each_run_is_held_against_the_start_timed_just_before_it():
     assert not ft.over_start_cell(one, 2.1, 3.0).ok and ft.excess_s(one, None) is None
 
 
+def test_a_triton_answers_wall_is_also_given_beyond_its_warm_ups():
+    """The submission's compiling and tuning (its warm-ups) is its own: the cell says what is left
+    beyond them, and still holds the whole wall against the target."""
+    warm = [{"phase": "tests", "seconds": 12.0}, {"phase": "timed", "seconds": 6.5}]
+    runs = [ft.Submit(status="ACCEPTED", subprocess_s=w, torch_start_s=2.5, warm_up=warm) for w in (24.0, 25.0, 26.0)]
+    assert ft.beyond_warm_ups_s(runs) == pytest.approx(4.0)  # 25.0 - 2.5 - 18.5
+    cell = ft.over_start_cell(runs, 2.5, ft.WALL_ALLOWANCE_S["hard"])
+    assert not cell.ok and cell.text == "25.00: its start + 22.50 (+ 4.00 beyond its warm-ups) ≤ + 6"
+    cuda = [ft.Submit(status="ACCEPTED", subprocess_s=5.0, torch_start_s=2.5)]
+    assert ft.beyond_warm_ups_s(cuda) is None and "beyond" not in ft.over_start_cell(cuda, 2.5, 3.0).text
+
+
 def test_walls_only_measures_c_d_e_without_profiles_or_replays(monkeypatch, capsys):
     calls = _fake_gpu(monkeypatch, submit_s=5.0, test_s=3.5,
                       starts=[4.0, 5.4, 5.0, 2.1, 2.1, 2.2, 2.1, 2.0, 2.3, 2.1, 2.2, 2.1, 2.0])
