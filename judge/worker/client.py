@@ -193,6 +193,8 @@ class WorkerProcess:
         key, sent when the worker asks for it (a line {"unseal": i}, in order, once each, before the
         reply); never part of the command."""
         deadline = time.perf_counter() + timeout_s
+        if op == "init" and self.triton_cache and os.geteuid() == 0:
+            os.chown(self.triton_cache, NOBODY, NOBODY)  # root's until now: `triton_cache` says why
         if op == "init" and self.confined:
             args = {**args, "seccomp": self._filter(what)}
             if self.learn:  # measuring the allow-list: refusals are logged and run (not confined)
@@ -401,13 +403,15 @@ def triton_cache(workdir: Path) -> Path:
     """A Triton cache of the worker's own, fresh (compile times are the run's, and nothing one
     submission compiled is found by the next), in its working directory, which the parent removes;
     it begins as a copy of the machine's start-up seed where there is one (judge/worker/triton_seed.py).
-    A root judge's worker compiles as nobody (judge/worker/triton_gpu.py): the directory is then
-    nobody's, and its parent only passable."""
+    A root judge's worker starts as root and loads Triton's C modules from this folder, then compiles
+    the submission's kernels as nobody (judge/worker/triton_gpu.py): the folder stays root's until
+    the parent sends `init` (`request`), and is nobody's from then on, so no process of nobody's
+    (another run's submission) can put a module here that root loads, or that becomes the seed; its
+    parent is only passable."""
     cache = workdir / "triton"
     cache.mkdir(mode=0o700)
     triton_seed.seed(cache)
     if os.geteuid() == 0:
-        os.chown(cache, NOBODY, NOBODY)
         workdir.chmod(0o711)
     return cache
 

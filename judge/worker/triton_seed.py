@@ -21,8 +21,9 @@ copy, its own files, so what a submission later does to its cache reaches no oth
 The key holds Triton's and Python's versions, the machine and the worker's source: a change makes
 a new seed; an old one is never changed in place. Triton checks what it finds by its own hashes,
 so a seed that no longer matches costs a rebuild, never a wrong kernel. Where the judge runs as
-root, the seed is root's, out of reach of the workers, which run the submission as nobody
-(docs/security.md, "Python (Triton) submissions").
+root, the seed is root's, out of reach of the workers, which run the submission as nobody, and so
+is the worker's cache until `init` (judge/worker/client.py's `triton_cache`): no process of
+nobody's can have written what is kept (docs/security.md, "Python (Triton) submissions").
 """
 from __future__ import annotations
 

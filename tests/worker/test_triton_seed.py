@@ -103,3 +103,35 @@ def test_a_cache_that_cannot_be_written_or_read_only_loses_the_saving(tmp_path, 
     fresh.mkdir()
     monkeypatch.setattr(shutil, "copytree", refused)
     assert not triton_seed.seed(fresh) and list(fresh.iterdir()) == []
+
+
+NOBODY_WRITES = """
+import os, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+try:
+    with open(os.path.join(sys.argv[1], "cuda_utils.so"), "w") as f:
+        f.write("planted")
+except OSError as e:
+    sys.exit(f"refused: {e.strerror}")
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root judge's hole: its workers' start-up runs as root")
+def test_another_runs_worker_cannot_plant_code_in_a_triton_workers_cache_before_init(fake_worker, cache_root):  # noqa: F811
+    """The attack: a submission that got past the syntax-tree policy runs as nobody in one run's worker;
+    another run's Triton worker starts as root and loads Triton's C modules (.so) from its cache
+    before `init`, and the first ready worker's cache becomes every later worker's seed. If that cache
+    is nobody's from its creation (as it was), nobody can put a module there that root then loads.
+    Now it is root's until the parent sends `init`, and nobody's from then on (where Triton compiles
+    the submission's kernels as nobody)."""
+    import subprocess
+    import sys
+
+    w = fake_worker(BODY, triton=True)
+    cache = w.triton_cache
+    attack = subprocess.run([sys.executable, "-c", NOBODY_WRITES, str(cache)], capture_output=True, text=True)
+    assert attack.returncode != 0 and "refused" in attack.stderr, "nobody wrote into the worker's cache"
+    w.wait_ready(timeout_s=20)
+    assert cache.stat().st_uid == 0 and not (triton_seed.seed_dir() / "cuda_utils.so").exists()
+    w.request("init", 20, "loading")
+    assert cache.stat().st_uid == 65534  # the worker compiles the submission's kernels as nobody
