@@ -87,8 +87,8 @@ class TritonWorker(Worker):
             raise ValueError("warm comes after init and before confine")
         if tuning not in ("full", "quick"):
             raise ValueError(f"tuning is 'full' or 'quick', not {tuning!r}")
-        self.watch.quick_tuning = tuning == "quick"
         w = self.watch
+        w.quick_tuning = tuning == "quick"
         compiled, compile_s, tune_s, configs = w.compiled, w.compile_s, w.tune_s, w.configs
         t0 = time.perf_counter()
         self.call_target(self._args(args))

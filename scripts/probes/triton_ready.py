@@ -17,13 +17,6 @@ import sys
 import time
 
 
-def positive(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
 def ready_s(device: int) -> float:
     from judge.worker.client import WorkerProcess
 
@@ -38,11 +31,11 @@ def ready_s(device: int) -> float:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="triton_ready.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=positive, default=3, help="spawns of each kind (default 3)")
+    ap.add_argument("--runs", type=int, default=3, help="spawns of each kind (default 3)")
     ap.add_argument("--device", type=int, default=0, help="the GPU, as nvidia-smi numbers it (default 0)")
     args = ap.parse_args(argv)
-    if args.device < 0:
-        ap.error(f"--device: a GPU number, not {args.device}")
+    if args.runs < 1 or args.device < 0:
+        ap.error("--runs must be at least 1 and --device 0 or more")
     from judge.worker import triton_seed
 
     times: dict[str, list[float]] = {"no seed": [], "seed": []}
