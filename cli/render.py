@@ -132,6 +132,8 @@ def report(c: Console, r: Report) -> None:
                 mismatch(c, case.workload, chk)
     for w in r.warm_up:
         c.print(warm_up_line(w), highlight=False)
+        for line in w.tuned if w.phase == "timed" else []:  # what the timed calls ran
+            c.print(f"[dim]  autotuner kept on {escape(line)}[/]", highlight=False)
     e = r.environment
     if e.gpu:
         c.print(f"[dim]{e.gpu}, driver {e.driver}, CUDA {e.cuda_runtime}, nvcc {e.nvcc}, "

@@ -77,6 +77,8 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
         out.print(kernel_table(result))
         for name, counts in result.sass.items():
             out.print(f"  {escape(short_name(name))} sass: {escape(line(counts))}", highlight=False)
+        for kept in result.tuned:  # a Triton file: the configuration its autotuner kept, profiled here
+            out.print(f"[dim]autotuner kept: {escape(kept)}[/]", highlight=False)
         if result.dropped_metrics:
             out.print(f"[yellow]this ncu does not know:[/] {escape(', '.join(result.dropped_metrics))}")
 

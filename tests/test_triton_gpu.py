@@ -102,3 +102,17 @@ def test_a_triton_answer_is_timed_after_its_warm_up_and_confined():
     assert tests.workloads == len(report.tests) and timed.workloads == len(report.benchmarks)
     assert tests.kernels >= 1 and tests.compile_s > 0 and timed.kernels >= 1
     assert all(b.stats.samples > 0 and b.baselines for b in report.benchmarks)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU")
+def test_an_autotuned_answer_says_which_configuration_each_shape_timed():
+    """The timed worker's warm-up names, per benchmark shape, the configuration the autotuner kept
+    (judge/worker/triton_tuned.py): what the timed calls ran."""
+    path = ROOT / "reference_solutions" / "hgemm" / "triton_01_tl_dot.py"  # key M, N, K: one pick a shape
+    report = _run("hgemm", path, "submit")
+    assert report.status is Status.ACCEPTED, report.message
+    timed = next(w for w in report.warm_up if w.phase == "timed")
+    shapes = {line.split(": ", 1)[0] for line in timed.tuned}
+    assert shapes == {b.workload for b in report.benchmarks}, timed.tuned
+    assert all("num_warps: " in line for line in timed.tuned), timed.tuned

@@ -8,7 +8,8 @@ Outside every timed window and every check: the inputs are drawn under tags of t
 a test's or a timed call's), the outputs are scratch, and the buffers are freed after each
 workload. What it took goes into the report (`Report.warm_up`): the wall time, Triton's compile
 time, the kernels compiled, the autotuner configurations tried and the time their benchmarking
-took. Each warm call is bounded by the problem's timeout plus COMPILE_S of compiling and tuning.
+took, and which configuration each autotuner kept per shape (`tuned`: two runs may time different
+ones). Each warm call is bounded by the problem's timeout plus COMPILE_S of compiling and tuning.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from judge.engine import buffers
 from judge.engine.roles import Worker
 from judge.engine.session import Session
 from judge.problem.spec import Workload
+from judge.worker.triton_tuned import clean
 
 COMPILE_S = 60.0  # per workload, on top of the problem's timeout: Triton's compiling and autotuning
 
@@ -49,6 +51,7 @@ def warm_up(s: Session, worker: Worker, workloads: Sequence[tuple[str, Workload]
         entry.tune_s += float(reply.get("tune_s", 0.0))
         entry.kernels += int(reply.get("compiled", 0))
         entry.configs += int(reply.get("configs", 0))
+        entry.tuned += [f"{label}: {line}" for line in clean(reply.get("tuned", ""))]
     s.ask(worker, "confine", 30, "confining the worker after the warm-up")
     entry.seconds = round(time.perf_counter() - t0, 3)
     entry.compile_s, entry.tune_s = round(entry.compile_s, 3), round(entry.tune_s, 3)

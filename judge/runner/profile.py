@@ -35,6 +35,7 @@ from judge.build import toolchain, toolkit
 from judge.build.toolchain import Prepared
 from judge.contract.verdict import Status
 from judge.problem.spec import Problem, Workload, workload_id
+from judge.worker import triton_tuned
 
 NCU_MISSING = "ncu not found; install Nsight Compute or put ncu on PATH"
 TIMEOUT_S = 600
@@ -123,6 +124,7 @@ class Profile:
     kernels: list[KernelProfile] = field(default_factory=list)
     sass: dict[str, dict[str, int]] = field(default_factory=dict)  # demangled kernel → opcode counts
     dropped_metrics: list[str] = field(default_factory=list)  # refused by this ncu
+    tuned: list[str] = field(default_factory=list)  # a Triton file's autotuners' choices (triton_tuned)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -240,7 +242,8 @@ def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "s
                            f"filter that matches none, or no access to the GPU's counters)\n{_tail(output)}")
     sass_by_kernel = {k.kernel: k.sass for k in (result.build.kernels if result.build else []) if k.sass}
     return Profile(problem=problem.name, solution=str(source), workload=workload_id(workload), arch=arch,
-                   command=cmd, kernels=kernels, sass=sass_by_kernel, dropped_metrics=dropped)
+                   command=cmd, kernels=kernels, sass=sass_by_kernel, dropped_metrics=dropped,
+                   tuned=triton_tuned.clean(status.get("tuned", "")))
 
 
 def _run(cmd: list[str], env: dict, cwd: str, timeout_s: float) -> tuple[int, str, str]:

@@ -10,9 +10,10 @@ calls solve() once unprofiled (module loading, lazy initialisation, Triton's com
 autotuning), then
 `--calls` times between cudaProfilerStart and cudaProfilerStop: ncu runs with
 `--profile-from-start off`, so only the kernels solve() launches there are profiled, never the
-input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true} or {"ok": false,
-"kind": "solve" | "setup", "error": "..."}): ncu's own exit code and output are not a channel
-the judge relies on. Profiling gives no verdict, so the outputs are not checked.
+input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true, "tuned": "..."} or
+{"ok": false, "kind": "solve" | "setup", "error": "..."}; `tuned`: the configuration each of a
+Triton file's autotuners kept, judge/worker/triton_tuned.py): ncu's own exit code and output are
+not a channel the judge relies on. Profiling gives no verdict, so the outputs are not checked.
 Run by judge/runner/profile.py; the device is the first visible one (the parent sets
 CUDA_VISIBLE_DEVICES).
 
@@ -113,8 +114,19 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.status_file, ok=False, kind="solve", error=f"{type(e).__name__}: {e}")
         return 1
     torch.cuda.profiler.stop()
-    _write(args.status_file, ok=True)
+    _write(args.status_file, ok=True, tuned=tuned(args.worker))
     return 0
+
+
+def tuned(worker: str) -> str:
+    """The configurations the submission's autotuners kept in the warm-up call (a Triton file's
+    module, as judge/worker/triton_gpu.py's load() registered it): what the profiled calls ran."""
+    module = sys.modules.get("submission") if worker == "triton" else None
+    if module is None:
+        return ""
+    from judge.worker import triton_tuned
+
+    return triton_tuned.chosen({}, triton_tuned.snapshot(triton_tuned.autotuners(vars(module))))
 
 
 if __name__ == "__main__":

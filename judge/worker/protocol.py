@@ -99,7 +99,7 @@ ERROR_KINDS = ("cuda", "python", "os", "native", "policy")
 FIELD_TYPES: dict[str, type] = {
     "nonce": str, "ok": bool, "ready": bool, "pid": int, "pid_namespace": bool, "calls": int, "times_ms": list,
     "error": dict, "host_ms": list, "held": bool, "crowded": int, "late": int, "unseal": int,
-    "compiled": int, "configs": int, "compile_s": float, "tune_s": float, "seconds": float}
+    "compiled": int, "configs": int, "compile_s": float, "tune_s": float, "seconds": float, "tuned": str}
 
 
 def worker_channel() -> tuple[TextIO, str]:

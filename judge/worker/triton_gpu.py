@@ -15,8 +15,9 @@ the first time it is launched with a new specialisation, which the sandbox forbi
             module executed (its top level is the submission's first code) and solve() found;
   warm      solve() once on one workload's buffers (the parent sends every shape the worker will
             be called on): Triton compiles and autotunes here, timed and counted, never in a timed
-            window; the reply says how long it took, how many kernels compiled and how many
-            autotuner configurations were tried (and their benchmarking's time);
+            window; the reply says how long it took, how many kernels compiled, how many
+            autotuner configurations were tried (and their benchmarking's time) and which one
+            each autotuner kept (judge/worker/triton_tuned.py);
   confine   compilation and autotuning locked (a later one is refused), then the seccomp filter
             (judge/sandbox/seccomp.py, as the native worker's): no process, no write-open, no
             socket, no signal to another process;
@@ -43,6 +44,7 @@ from judge.build import pypolicy
 from judge.build.policy import PolicyError
 from judge.gpu.cudart import CudaError
 from judge.sandbox import seccomp
+from judge.worker import triton_tuned
 from judge.worker.main import Worker, send_error, serve
 from judge.worker.protocol import ERROR_TEXT_CHARS, worker_channel
 from judge.worker.triton_watch import Refused, Watch
@@ -76,6 +78,7 @@ class TritonWorker(Worker):
         solve = load(source, module)
         names = [p["name"] for p in params]
         self.call_target = lambda args: self.watch.call(lambda: solve(**dict(zip(names, args))))
+        self.namespace = getattr(solve, "__globals__", {})  # where its autotuners are (triton_tuned)
         self.loaded = True
         return {}
 
@@ -90,13 +93,17 @@ class TritonWorker(Worker):
         w = self.watch
         w.quick_tuning = tuning == "quick"
         compiled, compile_s, tune_s, configs = w.compiled, w.compile_s, w.tune_s, w.configs
+        tuners = triton_tuned.autotuners(self.namespace)
+        before = triton_tuned.snapshot(tuners)
         t0 = time.perf_counter()
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
         self.rt.synchronize("solve() on the device")
-        return {"seconds": float(round(time.perf_counter() - t0, 4)),
+        seconds = time.perf_counter() - t0
+        tuned = triton_tuned.chosen(before, triton_tuned.snapshot(triton_tuned.autotuners(self.namespace)))
+        return {"seconds": float(round(seconds, 4)),
                 "compile_s": float(round(w.compile_s - compile_s, 4)), "tune_s": float(round(w.tune_s - tune_s, 4)),
-                "compiled": w.compiled - compiled, "configs": w.configs - configs}
+                "compiled": w.compiled - compiled, "configs": w.configs - configs, "tuned": tuned}
 
     def confine(self) -> dict:
         """The warm-up is over: no more compiling or tuning, then the filter, for good."""

@@ -36,6 +36,11 @@ for the files named) and every benchmark shape of the problem's spec, one table 
     build cached) over torch's start the same way, ≤ + 1.5 s on every level. Shown on an answer's
     first row, a Triton answer's beyond its warm-up as in (d).
 
+A Triton answer's autotuners may keep different configurations in different runs, and in the
+profile: the report's `warm_up[].tuned` and the profile's `tuned` say which (kept in `--json`); an
+(a) cell whose profile kept another configuration than the runs timed says so, and a (c) cell whose
+runs kept different ones says how many.
+
 `--walls-only` measures (c), (d) and (e) alone (no profiles, no replays): a verdict-time check in
 minutes.
 
@@ -115,6 +120,7 @@ class NcuShape:
     kernels: list[dict[str, Any]] = field(default_factory=list)  # {"kernel", "duration_ns"} in launch order
     per_call_ms: list[float] = field(default_factory=list)
     error: str | None = None
+    tuned: list[str] = field(default_factory=list)  # a Triton answer's: what its autotuners kept here
 
     @property
     def ms(self) -> float | None:
@@ -214,7 +220,16 @@ def ncu_from_stdout(workload: str, calls: int, stdout: str, returncode: int, std
     if data.get("workload") not in (None, workload):
         error = f"profiled {data.get('workload')}, not {workload}"
         sums = []
-    return NcuShape(workload, calls, kernels=kernels, per_call_ms=sums, error=error)
+    tuned = [t for t in data.get("tuned", []) if isinstance(t, str)]
+    return NcuShape(workload, calls, kernels=kernels, per_call_ms=sums, error=error, tuned=tuned)
+
+
+def kept(run: Submit, workload: str) -> tuple[str, ...]:
+    """What a Triton answer's autotuners kept for this shape in a run's timed worker (the report's
+    `warm_up[].tuned`, "shape: kernel: config"); () for a CUDA answer."""
+    prefix = f"{workload}: "
+    return tuple(sorted(line[len(prefix):] for w in run.warm_up if w.get("phase") == "timed"
+                        for line in w.get("tuned", []) if line.startswith(prefix)))
 
 
 def rel(value: float, reference: float) -> float:
@@ -289,6 +304,9 @@ def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs
         else:
             d = rel(judge_ms, ncu_ms)
             a = Cell(f"{100 * d:+.2f}%", abs(d) <= A_TARGET, d)
+        picks = {kept(s, w) for s in ok} - {()}  # a Triton answer's: the configurations the runs timed
+        if ncu and ncu.tuned and picks and tuple(sorted(ncu.tuned)) not in picks:
+            a.text += " (profiled another configuration than the runs timed)"
         b = []
         for name in raw.baselines:
             judged = [s.baselines[w][name] for s in ok if name in s.baselines.get(w, {})]
@@ -308,6 +326,8 @@ def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs
         else:
             sp = spread(medians)
             c = Cell(f"{100 * sp:.2f}%{note}", sp <= C_TARGET, sp)
+            if len(picks) > 1:
+                c.text += f" (the runs' autotuners kept {len(picks)} different configurations)"
         rows.append(Row(raw.problem, raw.answer, w, judge_ms, ncu_ms, a, b, c,
                         wall_cell(raw, ok, torch_start_s, why_none) if i == 0 else None,
                         test_cell(raw.tests, torch_start_s) if i == 0 and raw.tests else None))

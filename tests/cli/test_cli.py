@@ -356,3 +356,25 @@ def test_no_args_shows_help():
 def test_unknown_option_is_usage_error():
     r = invoke("list", "--frobnicate")
     assert r.exit_code == 2, r.output
+
+
+def test_the_text_report_names_what_the_timed_worker_tuned():
+    """Under the timed worker's warm-up line, one line per configuration its autotuners kept (escaped:
+    the text comes from the submission's process); the tests' worker's picks are not shown."""
+    import io
+
+    from rich.console import Console
+
+    from cli import render
+    from judge.contract.report import WarmUp
+    from judge.contract.verdict import Status
+
+    r = Report(problem="hgemm", solution="t.py", status=Status.ACCEPTED, source_sha256="0" * 64, mode="submit")
+    r.warm_up = [WarmUp(phase="tests", workloads=1, seconds=1.0, compile_s=0.5, kernels=1, configs=2,
+                        tuned=["M=1: k: BLOCK_M: 16"]),
+                 WarmUp(phase="timed", workloads=1, seconds=2.0, compile_s=1.0, kernels=2, configs=2,
+                        tuned=["M=4096: k: BLOCK_M: 128, [bold]num_warps: 8"])]
+    buf = io.StringIO()
+    render.report(Console(file=buf, width=200), r)
+    out = buf.getvalue()
+    assert "autotuner kept on M=4096: k: BLOCK_M: 128, [bold]num_warps: 8" in out and "BLOCK_M: 16" not in out

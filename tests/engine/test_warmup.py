@@ -28,6 +28,26 @@ class TritonFake(FakeWorker):
         return reply
 
 
+class TunedFake(TritonFake):
+    """Says which configuration it kept, on the first workload only, with a control character."""
+
+    def request(self, op, timeout_s, what, keys=None, **args):
+        reply = super().request(op, timeout_s, what, keys=keys, **args)
+        if op == "warm" and self.ops.count("warm") == 1:
+            reply["tuned"] = "k: BLOCK: 128, num_warps: 8\x1b\nk2: BLOCK: 64"
+        return reply
+
+
+def test_what_each_autotuner_kept_is_kept_per_shape_and_cleaned(vector_add):
+    s = cpu_session(vector_add)
+    warm_up(s, TunedFake(), shapes(vector_add), "timed")
+    first = shapes(vector_add)[0][0]
+    assert s.report.warm_up[0].tuned == [f"{first}: k: BLOCK: 128, num_warps: 8", f"{first}: k2: BLOCK: 64"]
+    s = cpu_session(vector_add)
+    warm_up(s, TritonFake(), shapes(vector_add), "timed")  # a worker that says nothing: nothing kept
+    assert s.report.warm_up[0].tuned == []
+
+
 def shapes(problem):
     return [(workload_id(w), w) for w in problem.spec.tests]
 

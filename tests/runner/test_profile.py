@@ -161,6 +161,31 @@ def test_the_profiled_program_calls_a_triton_solve_by_name(tmp_path):
         solve_call(p, "triton", str(src), tensors, workload)
 
 
+@pytest.mark.usefixtures("triton_installed")
+def test_the_profiled_program_says_what_the_autotuner_kept(monkeypatch):
+    from judge.runner.profile_target import solve_call, tuned
+
+    p = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    monkeypatch.delitem(sys.modules, "submission", raising=False)
+    assert tuned("triton") == ""  # nothing loaded
+    tensors = {t.name: None for t in p.tensors}
+    solve_call(p, "triton", str(SOLUTIONS_DIR / "hgemm" / "triton_01_tl_dot.py"), tensors, {"M": 1, "N": 1, "K": 1})
+    kernel = sys.modules["submission"].hgemm_kernel
+    kernel.cache[(4096, 4096, 4096)] = kernel.configs[0]  # as the warm-up call's autotuning keeps it
+    assert tuned("triton").startswith("hgemm_kernel: BLOCK_M:") and tuned("native") == ""
+    monkeypatch.delitem(sys.modules, "submission")
+
+
+def test_a_triton_files_autotuner_choice_is_in_the_profile(fake_ncu, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_TUNED", "hgemm_kernel: BLOCK_M: 128\x1b[2J")  # the program's claim, cleaned
+    src = SOLUTIONS_DIR / "hgemm" / "triton_01_tl_dot.py"
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["tuned"] == ["hgemm_kernel: BLOCK_M: 128[2J"]
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a"])
+    assert r.exit_code == 0 and "autotuner kept: hgemm_kernel: BLOCK_M: 128" in r.output, r.output
+
+
 def test_bad_shape_is_usage(no_ncu):
     r = runner.invoke(app, ["profile", str(PROBLEMS_DIR / "hgemm"),
                             str(SOLUTIONS_DIR / "hgemm" / "04_wmma_pipelined.cu"), "--shape", "99"])
@@ -193,7 +218,7 @@ if mode == "solve":
     json.dump({{"ok": False, "kind": "solve", "error": "CudaError: an illegal memory access was encountered"}},
               open(status, "w"))
     sys.exit(1)
-json.dump({{"ok": True}}, open(status, "w"))
+json.dump({{"ok": True, "tuned": os.environ.get("FAKE_NCU_TUNED", "")}}, open(status, "w"))
 print("==PROF== Connected to process 1 (" + target[0] + ")")
 sys.stdout.write(open(os.environ["FAKE_NCU_CSV"]).read())
 """

@@ -164,6 +164,30 @@ def test_build_rows_targets_missed():
     assert ok.a.ok and ok.b[0].cell.ok and ok.c.ok and ok.d.ok
 
 
+def test_a_triton_answers_autotuner_picks_annotate_a_and_c():
+    """Runs that kept different configurations say so in (c); a profile that kept one no run timed
+    says so in (a); the numbers still meet or miss their targets as they are."""
+    raw = _raw([1.0, 1.02, 1.0], [1.2] * 3, ncu_ms=0.8)
+    picks = ["n=1: k: BLOCK: 64", "n=1: k: BLOCK: 128", "n=1: k: BLOCK: 64"]
+    for run, pick in zip(raw.submits, picks):
+        run.warm_up = [{"phase": "tests", "tuned": ["n=1: k: BLOCK: 16"]},  # the tests' worker's: not timed
+                       {"phase": "timed", "tuned": [pick, "n=2: k: BLOCK: 64"]}]
+    raw.ncu[0].tuned, raw.ncu[1].tuned = ["k: BLOCK: 256"], ["k: BLOCK: 64"]
+    r1, r2 = ft.build_rows(raw, _graphs(1.19), torch_start_s=5.0, runs=3)
+    assert ft.kept(raw.submits[1], "n=1") == ("k: BLOCK: 128",)
+    assert not r1.a.ok and "profiled another configuration" in r1.a.text
+    assert not r1.c.ok and "kept 2 different configurations" in r1.c.text
+    assert "profiled another" not in r2.a.text and "different configurations" not in r2.c.text
+    cuda = ft.build_rows(_raw([1.0, 1.0], [1.2] * 2, ncu_ms=1.0), _graphs(1.19), torch_start_s=5.0, runs=2)[0]
+    assert "configuration" not in cuda.a.text + cuda.c.text  # a CUDA answer: no picks, no notes
+
+
+def test_ncu_from_stdout_keeps_the_profiles_autotuner_picks():
+    data = json.loads(_profile_json([1000]))
+    data["tuned"] = ["k: BLOCK: 64", 3]
+    assert ft.ncu_from_stdout("n=1", 1, json.dumps(data), 0).tuned == ["k: BLOCK: 64"]
+
+
 @pytest.mark.parametrize("level,allowance", [("easy", 3), ("medium", 4), ("hard", 6), ("hard+", 25), ("hard++", 25)])
 def test_wall_limit_by_level(level, allowance):
     assert ft.wall_limit_s(level, 4.5) == pytest.approx(4.5 + allowance)

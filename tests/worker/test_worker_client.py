@@ -406,6 +406,7 @@ MALFORMED = {  # name: (what the worker writes on its channel for the request, t
     "times_not_numbers": ('send(nonce=nonce, ok=True, times_ms="0.1")', "`times_ms`: list expected, got str"),
     "times_with_a_string": ('send(nonce=nonce, ok=True, times_ms=[0.1, "0.2"])', "`times_ms` is not a list"),
     "pid_a_bool": ('send(nonce=nonce, ok=True, pid=True)', "`pid`: int expected, got bool"),
+    "tuned_a_list": ('send(nonce=nonce, ok=True, tuned=["k: BLOCK: 64"])', "`tuned`: str expected, got list"),
     "error_of_a_forged_kind": ('send(nonce=nonce, ok=False, error={"kind": "timeout", "name": "x", "text": "y"})',
                                "`ok` is false without an `error`"),
     "error_not_an_object": ('send(nonce=nonce, ok=False, error="boom")', "`error`: dict expected, got str"),
