@@ -32,6 +32,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["hgemm_path.py", "{missing}"], "no such file"),
     (["hgemm_path.py", "{bad}"], "is not a built model answer"),
     (["hgemm_path.py", "{libm}"], "does not export hgemm_one_wave_config"),
+    (["clocks_under_load.py", "--fp8", "{bad}"], "is not a built model answer"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -47,6 +48,12 @@ def test_one_line_and_exit_2(tmp_path, args, says):
 @pytest.mark.parametrize("args", [["--runs", "0"], ["--runs", "x"], ["--device", "-1"], ["--seed"]])
 def test_triton_ready_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "triton_ready.py"), *args)
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["--fp8", "missing.so"], ["--attn", "x", "--window", "0"], ["--rounds", "x"]])
+def test_clocks_under_load_bad_options_are_usage_errors(args):
+    r = _run(str(PROBES / "clocks_under_load.py"), *args)
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
 
