@@ -46,10 +46,14 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             arch: Optional[str] = ArchOpt,
             calls: int = typer.Option(1, min=1, max=20, help="Profiled calls of solve() (after one warm-up call)."),
             kernel: Optional[str] = typer.Option(None, help="Profile only kernels whose name matches this regex."),
-            timeout: float = typer.Option(600.0, help="Seconds ncu may take.")) -> None:
+            timeout: float = typer.Option(600.0, help="Seconds ncu may take."),
+            tuned: Optional[list[str]] = typer.Option(
+                None, "--tuned", help="A Triton file: run this configuration, untuned: 'KERNEL: CONFIG' as "
+                "`judge submit` printed it after 'autotuner kept on SHAPE: ' (once per autotuned kernel).")) -> None:
     """Nsight Compute on one benchmark shape: time, DRAM and SM throughput, tensor pipe, occupancy,
     bank conflicts, registers and spills per kernel, plus the SASS summary of the build (a .cu; a
-    Triton .py has none: its compiling and autotuning stay in the unprofiled warm-up call)."""
+    Triton .py has none: its compiling and autotuning stay in the unprofiled warm-up call, and
+    --tuned profiles the configuration a submit timed)."""
     from judge.build import nvcc as build
     from judge.gpu import device as gpu_info
     from judge.runner import profile as prof
@@ -61,8 +65,8 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             arch = build.arch_for(gpu.major, gpu.minor) if gpu else "sm_90a"
         try:
             result = prof.run(p, src, shape=shape, arch=arch, device=device, calls=calls,
-                              kernel_regex=kernel, timeout_s=timeout)
-        except (prof.ShapeError, prof.Unsupported) as e:
+                              kernel_regex=kernel, timeout_s=timeout, tuned=tuned or [])
+        except (prof.ShapeError, prof.Unsupported, prof.TunedError) as e:
             raise Usage(str(e)) from None
         except prof.NcuMissing:
             fail(as_json, EXIT_NOT_YOUR_CODE, f"INTERNAL_ERROR: {prof.NCU_MISSING}")

@@ -332,3 +332,22 @@ def test_profile_gives_each_kernel_of_solve(answer):
     assert len(result.kernels) == 2, [k.kernel for k in result.kernels]  # one kernel a call
     assert all(k.duration_us and k.duration_us > 0 and k.dram_pct for k in result.kernels)
     assert bool(result.sass) == answer.endswith(".cu")
+
+
+@pytest.mark.skipif(__import__("judge.runner.profile", fromlist=["ncu_path"]).ncu_path() is None,
+                    reason="needs Nsight Compute (ncu)")
+def test_profile_runs_the_configuration_a_submit_kept():
+    """`judge profile FILE.py --tuned 'KERNEL: CONFIG'`: the autotuner runs that configuration
+    (the profile's `tuned` says so), and a configuration the file does not have is a usage error."""
+    from judge.runner import profile as prof
+    from judge.worker import triton_tuned
+    from judge.worker.triton_gpu import load
+
+    path = ROOT / "reference_solutions" / "hgemm" / "triton_01_tl_dot.py"
+    kernel = load(path.read_text(), str(path)).__globals__["hgemm_kernel"]
+    wanted = f"hgemm_kernel: {kernel.configs[-1]}"  # the last of its configurations, whatever tuning says
+    problem = spec.load_problem(ROOT / "problems" / "hgemm")
+    result = prof.run(problem, path, shape="1", tuned=[wanted])
+    assert result.tuned == triton_tuned.clean(wanted) and result.kernels
+    with pytest.raises(prof.TunedError, match="no configuration"):
+        prof.run(problem, path, shape="1", tuned=["hgemm_kernel: BLOCK_M: 3"])

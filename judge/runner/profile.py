@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -78,6 +79,11 @@ class ProfileError(Exception):
 
 class ShapeError(ValueError):
     """A --shape that names no workload of the problem (a bad command line)."""
+
+
+class TunedError(ValueError):
+    """A --tuned that names no autotuned kernel, or no configuration of its autotuner, of the file
+    (a bad command line; known only once the profiled program has loaded the file)."""
 
 
 class Unsupported(ValueError):
@@ -192,20 +198,25 @@ PROFILED_WORKERS = {"native": "lib", "triton": "module"}  # worker → the key o
 
 
 def target_command(problem: Problem, solution: Path, workload: Workload, status_file: Path, calls: int,
-                   worker: str = "native") -> list[str]:
+                   worker: str = "native", tuned: Sequence[str] = ()) -> list[str]:
     """The profiled program: SOLUTION is the built library (native) or the `.py` (triton)."""
     return [sys.executable, "-m", "judge.runner.profile_target", str(problem.root.resolve()),
             str(Path(solution).resolve()), json.dumps(workload), str(status_file), "--calls", str(calls),
-            "--worker", worker]
+            "--worker", worker, *(arg for line in tuned for arg in ("--tuned", line))]
 
 
 def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "sm_90a", device: int = 0,
-        calls: int = 1, kernel_regex: str | None = None, timeout_s: float = TIMEOUT_S) -> Profile:
-    """Build (as submit), then profile `calls` calls of solve() on one workload under ncu."""
+        calls: int = 1, kernel_regex: str | None = None, timeout_s: float = TIMEOUT_S,
+        tuned: Sequence[str] = ()) -> Profile:
+    """Build (as submit), then profile `calls` calls of solve() on one workload under ncu. `tuned`
+    (a Triton file): "KERNEL: CONFIG" lines, as `judge submit` prints what its autotuner kept; each
+    such autotuner runs that configuration, untuned."""
     language = toolchain.for_source(Path(source))
     if language.worker not in PROFILED_WORKERS:
         raise Unsupported(f"{Path(source).name}: judge profile loads CUDA (.cu) and Triton (.py) solutions; "
                           f"profiling a {language.name} file is not built yet (judge submit times it)")
+    if tuned and language.worker != "triton":
+        raise TunedError(f"--tuned names an autotuner's configuration: {Path(source).name} is not a Triton file")
     workload = pick_workload(problem, shape)
     ncu = ncu_path()
     if not ncu:
@@ -219,7 +230,7 @@ def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "s
     with tempfile.TemporaryDirectory(prefix="judge-profile-") as tmp:
         status_file = Path(tmp) / "status.json"
         target = target_command(problem, Path(result.load[PROFILED_WORKERS[language.worker]]), workload,
-                                status_file, calls, language.worker)
+                                status_file, calls, language.worker, tuned)
         for attempt in range(2):
             cmd = ncu_command(ncu, metrics, target, kernel_regex)
             status_file.unlink(missing_ok=True)
@@ -231,6 +242,8 @@ def run(problem: Problem, source: Path, shape: str | None = None, arch: str = "s
                 continue
             break
         status = _status(status_file)
+    if status.get("kind") == "usage":
+        raise TunedError(str(status.get("error")))
     if status.get("kind") == "solve":
         raise ProfileError(Status.RUNTIME_ERROR, f"{status.get('error')}\n{_tail(output)}")
     if not status.get("ok"):

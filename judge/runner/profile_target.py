@@ -1,13 +1,13 @@
 """The program `judge profile` runs under Nsight Compute: one workload, a few calls of solve().
 
     python -m judge.runner.profile_target PROBLEM_DIR SOLUTION WORKLOAD_JSON STATUS_FILE [--calls N]
-        [--worker native|triton]
+        [--worker native|triton] [--tuned KERNEL: CONFIG ...]
 
 It draws the workload's inputs with the problem's generators on the GPU (torch), loads the
 solution (`native`: SOLUTION is the built library, loaded with ctypes; `triton`: SOLUTION is the
 `.py`, whose text passes the static policy again and is executed as the Triton worker executes it),
 calls solve() once unprofiled (module loading, lazy initialisation, Triton's compiling and
-autotuning), then
+autotuning; with `--tuned KERNEL: CONFIG` that autotuner runs that configuration, untuned), then
 `--calls` times between cudaProfilerStart and cudaProfilerStop: ncu runs with
 `--profile-from-start off`, so only the kernels solve() launches there are profiled, never the
 input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true, "tuned": "..."} or
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("status_file")
     ap.add_argument("--calls", type=int, default=1)
     ap.add_argument("--worker", choices=("native", "triton"), default="native")
+    ap.add_argument("--tuned", action="append", default=[], help="a Triton file: KERNEL: CONFIG to run untuned")
     args = ap.parse_args(argv)
     try:
         import torch  # first: its libcudart is the one judge.gpu.cudart reuses (by soname)
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     try:
         solve = solve_call(problem, args.worker, args.solution, tensors, workload)  # the submission's first code
+        why = pinned(args.worker, args.tuned)
+        if why:
+            _write(args.status_file, ok=False, kind="usage", error=f"--tuned: {why}")
+            return 2
         solve()  # warm-up, unprofiled
         rt.last_error("launching solve() (warm-up call)")
         rt.synchronize("solve() on the device (warm-up call)")
@@ -114,8 +119,22 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.status_file, ok=False, kind="solve", error=f"{type(e).__name__}: {e}")
         return 1
     torch.cuda.profiler.stop()
-    _write(args.status_file, ok=True, tuned=tuned(args.worker))
+    # what ran: the configurations pinned by --tuned (an autotuner of one configuration keeps no
+    # cache entry), and what the others kept
+    _write(args.status_file, ok=True, tuned="\n".join(filter(None, [*args.tuned, tuned(args.worker)])))
     return 0
+
+
+def pinned(worker: str, lines: list[str]) -> str | None:
+    """`--tuned`: each named autotuner of the loaded Triton file narrowed to that configuration
+    (judge/worker/triton_tuned.py's pin), so that the warm-up call runs it without tuning."""
+    if not lines:
+        return None
+    if worker != "triton":
+        return "only a Triton file has autotuners"
+    from judge.worker import triton_tuned
+
+    return triton_tuned.pin(triton_tuned.autotuners(vars(sys.modules["submission"])), lines)
 
 
 def tuned(worker: str) -> str:

@@ -5,7 +5,8 @@ The autotuner benchmarks its configurations in the warm-up and keeps the fastest
 different ones, and then time different kernels. `autotuners(namespace)` finds the autotuners among
 a module's globals (through `triton.heuristics` and other wrappers, by their `.fn`), `snapshot()`
 reads what each has chosen, and `chosen(before, after)` names what a call added or changed, as
-lines "kernel: BLOCK_M: 128, ..., num_warps: 8, ...".
+lines "kernel: BLOCK_M: 128, ..., num_warps: 8, ..."; `pin(tuners, lines)` narrows each named
+autotuner to the configuration a line names (`judge profile --tuned`).
 
 Used by the Triton worker (judge/worker/triton_gpu.py, the `warm` reply's `tuned`) and by
 `judge profile`'s program (judge/runner/profile_target.py). Both run in a process the submission
@@ -62,6 +63,25 @@ def chosen(before: dict[tuple[int, str], str], after: dict[tuple[int, str], str]
     """What a call added or changed, one configuration a line (at most MAX_LINES)."""
     lines = [v for k, v in after.items() if before.get(k) != v]
     return "\n".join(lines[:MAX_LINES])
+
+
+def pin(tuners: list[Any], lines: list[str]) -> str | None:
+    """Narrow each autotuner a line names ("kernel: config", as `chosen` writes them) to that one
+    configuration, so that the next call runs it without tuning (`judge profile --tuned`: profile
+    what a submit timed). None, or why a line matches nothing (with what there is to match)."""
+    for line in lines:
+        name, _, config = line.partition(": ")
+        named = [t for t in tuners if kernel_name(t) == name]
+        if not named:
+            have = ", ".join(sorted({kernel_name(t) for t in tuners})) or "none"
+            return f"no autotuned kernel {name!r} in the file (its autotuned kernels: {have})"
+        for t in named:
+            hit = [c for c in t.configs if str(c) == config]
+            if not hit:
+                return (f"{name}: no configuration {config!r} (its autotuner's: "
+                        + "; ".join(str(c) for c in t.configs) + ")")
+            t.configs = hit[:1]
+    return None
 
 
 def clean(text: object) -> list[str]:

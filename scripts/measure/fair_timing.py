@@ -36,9 +36,10 @@ for the files named) and every benchmark shape of the problem's spec, one table 
     build cached) over torch's start the same way, ≤ + 1.5 s on every level. Shown on an answer's
     first row, a Triton answer's beyond its warm-up as in (d).
 
-A Triton answer's autotuners may keep different configurations in different runs, and in the
-profile: the report's `warm_up[].tuned` and the profile's `tuned` say which (kept in `--json`); an
-(a) cell whose profile kept another configuration than the runs timed says so, and a (c) cell whose
+A Triton answer's autotuners may keep different configurations in different runs: the report's
+`warm_up[].tuned` says which (kept in `--json`). Its profiles run the configuration the runs kept
+most often on that shape (`judge profile --tuned`), so (a) compares one kernel with itself; an (a)
+cell whose profile ran another configuration than the runs timed says so, and a (c) cell whose
 runs kept different ones says how many.
 
 `--walls-only` measures (c), (d) and (e) alone (no profiles, no replays): a verdict-time check in
@@ -222,6 +223,15 @@ def ncu_from_stdout(workload: str, calls: int, stdout: str, returncode: int, std
         sums = []
     tuned = [t for t in data.get("tuned", []) if isinstance(t, str)]
     return NcuShape(workload, calls, kernels=kernels, per_call_ms=sums, error=error, tuned=tuned)
+
+
+def timed_picks(runs: list[Submit], workload: str) -> tuple[str, ...]:
+    """The configurations a Triton answer's accepted runs kept most often on this shape (the first
+    run's on a tie), for `judge profile --tuned`: the profile then times what the runs timed.
+    () for a CUDA answer."""
+    picks = [kept(s, workload) for s in runs if s.accepted]
+    picks = [p for p in picks if p]
+    return max(picks, key=picks.count) if picks else ()
 
 
 def kept(run: Submit, workload: str) -> tuple[str, ...]:
@@ -569,11 +579,12 @@ def run_test(problem: Problem, answer: Path) -> Submit:
     return run_judged("test", problem, answer)
 
 
-def run_profile(problem: Problem, answer: Path, index: int, calls: int) -> NcuShape:
+def run_profile(problem: Problem, answer: Path, index: int, calls: int, tuned: Sequence[str] = ()) -> NcuShape:
+    """`judge profile --json` of one shape; `tuned` (a Triton answer's): the configurations to run."""
     w = workload_id(problem.spec.benchmarks[index])
     try:
         p = subprocess.run(judge_cmd("profile", str(problem.root), str(answer), "--shape", str(index),
-                                     "--calls", str(calls), "--json"),
+                                     "--calls", str(calls), "--json", *(x for t in tuned for x in ("--tuned", t))),
                            cwd=ROOT, env=judge_env(), capture_output=True, text=True, timeout=SUBMIT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return NcuShape(w, calls, error=f"judge profile ran past {SUBMIT_TIMEOUT_S} s")
@@ -775,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raws.append(raw)
                 continue
             for i in range(len(p.spec.benchmarks)):
-                n = run_profile(p, ans, i, a.ncu_calls)
+                n = run_profile(p, ans, i, a.ncu_calls, timed_picks(raw.submits, raw.workloads[i]))
                 log(f"{p.name} {ans.name} profile {n.workload}: "
                     + (f"{n.ms:.4f} ms per call, {len(n.kernels)} kernels" if n.ms is not None else f"n/a ({n.error})"))
                 raw.ncu.append(n)

@@ -176,6 +176,40 @@ def test_the_profiled_program_says_what_the_autotuner_kept(monkeypatch):
     monkeypatch.delitem(sys.modules, "submission")
 
 
+@pytest.mark.usefixtures("triton_installed")
+def test_the_profiled_program_pins_what_tuned_names(monkeypatch):
+    from judge.runner.profile_target import pinned, solve_call
+
+    assert pinned("triton", []) is None and "only a Triton file" in pinned("native", ["k: x"])
+    p = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    monkeypatch.delitem(sys.modules, "submission", raising=False)
+    tensors = {t.name: None for t in p.tensors}
+    solve_call(p, "triton", str(SOLUTIONS_DIR / "hgemm" / "triton_01_tl_dot.py"), tensors, {"M": 1, "N": 1, "K": 1})
+    kernel = sys.modules["submission"].hgemm_kernel
+    last = str(kernel.configs[-1])
+    assert "no configuration" in pinned("triton", ["hgemm_kernel: BLOCK_M: 3"])
+    assert pinned("triton", [f"hgemm_kernel: {last}"]) is None and [str(c) for c in kernel.configs] == [last]
+    monkeypatch.delitem(sys.modules, "submission")
+
+
+def test_tuned_passes_to_the_profiled_program_and_a_mismatch_is_a_usage_error(fake_ncu, monkeypatch):
+    src = SOLUTIONS_DIR / "hgemm" / "triton_01_tl_dot.py"
+    line = "hgemm_kernel: BLOCK_M: 128, num_warps: 8"
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a", "--tuned", line, "--json"])
+    assert r.exit_code == 0, r.output
+    (args,) = _calls(fake_ncu)
+    assert args[-2:] == ["--tuned", line]
+    monkeypatch.setenv("FAKE_NCU_MODE", "usage")
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a", "--tuned", "k: x"])
+    assert r.exit_code == 2 and "no autotuned kernel 'k'" in r.output, r.output
+
+
+def test_tuned_on_a_cuda_file_is_a_usage_error_before_ncu(fake_ncu):
+    r = runner.invoke(app, ["profile", "vector_add", str(SOLUTIONS_DIR / "vector_add" / "02_float4.cu"),
+                            "--tuned", "k: x"])
+    assert r.exit_code == 2 and "not a Triton file" in r.output and not fake_ncu.exists(), r.output
+
+
 def test_a_triton_files_autotuner_choice_is_in_the_profile(fake_ncu, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_TUNED", "hgemm_kernel: BLOCK_M: 128\x1b[2J")  # the program's claim, cleaned
     src = SOLUTIONS_DIR / "hgemm" / "triton_01_tl_dot.py"
@@ -214,6 +248,10 @@ if mode == "hang":  # the profiled program hangs: ncu waits on it
     child = subprocess.Popen(["sleep", "300"])
     open(os.environ["FAKE_NCU_CHILD"], "w").write(str(child.pid))
     child.wait()
+if mode == "usage":  # the profiled program's --tuned matched nothing
+    json.dump({{"ok": False, "kind": "usage", "error": "--tuned: no autotuned kernel 'k' in the file"}},
+              open(status, "w"))
+    sys.exit(2)
 if mode == "solve":
     json.dump({{"ok": False, "kind": "solve", "error": "CudaError: an illegal memory access was encountered"}},
               open(status, "w"))

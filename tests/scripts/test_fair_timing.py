@@ -7,6 +7,7 @@ import importlib.util
 import inspect
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -180,6 +181,14 @@ def test_a_triton_answers_autotuner_picks_annotate_a_and_c():
     assert "profiled another" not in r2.a.text and "different configurations" not in r2.c.text
     cuda = ft.build_rows(_raw([1.0, 1.0], [1.2] * 2, ncu_ms=1.0), _graphs(1.19), torch_start_s=5.0, runs=2)[0]
     assert "configuration" not in cuda.a.text + cuda.c.text  # a CUDA answer: no picks, no notes
+
+
+def test_profiles_run_the_configuration_the_runs_kept_most_often():
+    runs = [ft.Submit(status="ACCEPTED", warm_up=[{"phase": "timed", "tuned": [f"n=1: k: BLOCK: {b}"]}])
+            for b in (64, 128, 128)]
+    runs.append(ft.Submit(status="WRONG_ANSWER", warm_up=[{"phase": "timed", "tuned": ["n=1: k: BLOCK: 64"] * 3}]))
+    assert ft.timed_picks(runs, "n=1") == ("k: BLOCK: 128",)  # 2 of the 3 accepted runs
+    assert ft.timed_picks(runs, "n=2") == () and ft.timed_picks([], "n=1") == ()
 
 
 def test_ncu_from_stdout_keeps_the_profiles_autotuner_picks():
@@ -362,8 +371,9 @@ def _fake_gpu(monkeypatch, graph_ms_scale: float = 1.0, test_s: float = 5.0, sta
                       {w: {problem.baselines[0].name: 1.5 * (i + 1)} for i, w in enumerate(ws)})
         return ft.submit_from_stdout(out, 0, submit_s)
 
-    def run_profile(problem, answer, index, n):
+    def run_profile(problem, answer, index, n, tuned=()):
         calls["profile"].append(index)
+        calls.setdefault("tuned", []).append(tuned)
         w = spec.workload_id(problem.spec.benchmarks[index])
         return ft.ncu_from_stdout(w, n, _profile_json([1e6 * (index + 1)] * n, w), 0)
 
@@ -587,3 +597,19 @@ def test_walls_only_measures_c_d_e_without_profiles_or_replays(monkeypatch, caps
     assert "n/a (--walls-only)" in first[5] and "n/a (--walls-only)" in first[6]  # (a), (b)
     assert "pass" in first[7] and "its start +" in first[8] and "its start +" in first[9]  # (c), (d), (e)
     assert "median of 13 (2.00–5.40 s)" in text
+
+
+def test_run_profile_passes_the_picks_to_judge_profile(monkeypatch):
+    seen = []
+
+    def fake_run(cmd, **kw):
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, stdout=_profile_json([1000.0], "M=2048,N=2048,K=2048"), stderr="")
+
+    monkeypatch.setattr(ft.subprocess, "run", fake_run)
+    problem = spec.load_problem(PROBLEMS_DIR / "hgemm")
+    n = ft.run_profile(problem, Path("x.py"), 0, 1, ("k: BLOCK: 64", "k2: BLOCK: 32"))
+    assert n.ms == pytest.approx(0.001)
+    assert seen[0][-4:] == ["--tuned", "k: BLOCK: 64", "--tuned", "k2: BLOCK: 32"]
+    ft.run_profile(problem, Path("x.cu"), 0, 1)
+    assert "--tuned" not in seen[1]

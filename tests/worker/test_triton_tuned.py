@@ -96,3 +96,16 @@ def test_the_workers_namespace_holds_the_model_answers_autotuners(tmp_path, answ
     path = ROOT / "reference_solutions" / answer
     found = triton_tuned.autotuners(load(path.read_text(), str(path)).__globals__)
     assert found and (kernels is None or sorted(map(triton_tuned.kernel_name, found)) == kernels)
+
+
+def test_pin_narrows_each_named_autotuner_to_that_configuration(module):
+    tuners = triton_tuned.autotuners(vars(module))
+    wanted = f"plain: {module.plain.configs[1]}"
+    assert triton_tuned.pin(tuners, [wanted]) is None
+    assert [str(c) for c in module.plain.configs] == [wanted.split(": ", 1)[1]]  # one left: no tuning
+    assert len(module.wrapped.configs) == 2  # not named: untouched
+    why = triton_tuned.pin(tuners, ["nothere: BLOCK: 64"])
+    assert "no autotuned kernel 'nothere'" in why and "plain, wrapped" in why
+    why = triton_tuned.pin(tuners, ["wrapped: BLOCK: 3"])
+    assert "wrapped: no configuration 'BLOCK: 3'" in why and "BLOCK: 64" in why and "BLOCK: 128" in why
+    assert len(module.wrapped.configs) == 2  # a line that matches nothing changes nothing
