@@ -13,6 +13,7 @@ two unprofiled warm-up calls, so ncu sees exactly the kernels of those calls. No
 inside.
 """
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -25,24 +26,30 @@ SHAPES = [(16, 32, 1024, 64, 0), (16, 32, 1024, 64, 1), (16, 32, 1024, 128, 0), 
           (4, 32, 4096, 128, 0), (4, 32, 4096, 128, 1)]
 
 
+def pair(solve, b: int, h: int, n: int, d: int, causal: int) -> tuple[Callable[[], None], Callable[[], None]]:
+    """cuDNN's call and the answer's on one shape's inputs (Q ~ 3·N(0, 1), K ~ N(0, 1), V ~ U[0, 2))."""
+    q = torch.randn(b, h, n, d, device="cuda", dtype=torch.half) * 3
+    k = torch.randn(b, h, n, d, device="cuda", dtype=torch.half)
+    v = torch.rand(b, h, n, d, device="cuda", dtype=torch.half) * 2
+    o = torch.empty_like(q)
+
+    def cudnn() -> None:
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+
+    return cudnn, lambda: solve(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, n, d, causal)
+
+
 def main() -> None:
     if len(sys.argv) != 2 or not Path(sys.argv[1]).is_file():
         print("usage: attention_ncu.py ANSWER.so (a built flash_attn model answer)", file=sys.stderr)
         sys.exit(2)
     solve = load_solve(sys.argv[1], 4, 5, "attention_ncu.py")
     for b, h, n, d, causal in SHAPES:
-        q = torch.randn(b, h, n, d, device="cuda", dtype=torch.half) * 3
-        k = torch.randn(b, h, n, d, device="cuda", dtype=torch.half)
-        v = torch.rand(b, h, n, d, device="cuda", dtype=torch.half) * 2
-        o = torch.empty_like(q)
-
-        def cudnn() -> None:
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-
+        cudnn, answer = pair(solve, b, h, n, d, causal)
         print(f"flash_attn B={b},H={h},N={n},D={d},causal={causal}: cuDNN, then the answer", flush=True)
         profiled(cudnn)
-        profiled(lambda: solve(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, n, d, causal))
+        profiled(answer)
 
 
 if __name__ == "__main__":

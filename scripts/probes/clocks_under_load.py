@@ -20,10 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+import attention_ncu  # this folder's
 import torch
-import torch.nn.functional as F
-from gemm_ncu import load_solve  # this folder's
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from gemm_ncu import load_solve
 
 
 class Sampler(threading.Thread):
@@ -79,18 +78,8 @@ def gemm_pairs(hg, f8) -> list[tuple[str, object, object]]:
 
 
 def attn_pair(fa) -> tuple[str, object, object]:
-    b, h, n, d = 16, 32, 1024, 128
-    q = torch.randn(b, h, n, d, device="cuda", dtype=torch.half) * 3
-    k = torch.randn(b, h, n, d, device="cuda", dtype=torch.half)
-    v = torch.rand(b, h, n, d, device="cuda", dtype=torch.half) * 2
-    o = torch.empty_like(q)
-
-    def cudnn() -> None:
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            F.scaled_dot_product_attention(q, k, v)
-
-    return ("flash_attn B=16,H=32,N=1024,D=128: cuDNN / answer", cudnn,
-            lambda: fa(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), b, h, n, d, 0))
+    cudnn, answer = attention_ncu.pair(fa, 16, 32, 1024, 128, 0)
+    return ("flash_attn B=16,H=32,N=1024,D=128: cuDNN / answer", cudnn, answer)
 
 
 def main() -> None:
