@@ -11,8 +11,9 @@ autotuning; with `--tuned KERNEL: CONFIG` that autotuner runs that configuration
 `--calls` times between cudaProfilerStart and cudaProfilerStop: ncu runs with
 `--profile-from-start off`, so only the kernels solve() launches there are profiled, never the
 input generators. The outcome goes to STATUS_FILE as JSON ({"ok": true, "tuned": "..."} or
-{"ok": false, "kind": "solve" | "setup", "error": "..."}; `tuned`: the configuration each of a
-Triton file's autotuners kept, judge/worker/triton_tuned.py): ncu's own exit code and output are
+{"ok": false, "kind": "solve" | "setup" | "usage", "error": "..."}; `tuned`: the configuration
+each of a Triton file's autotuners ran, judge/worker/triton_tuned.py; "usage": a `--tuned` that
+matches nothing in the file): ncu's own exit code and output are
 not a channel the judge relies on. Profiling gives no verdict, so the outputs are not checked.
 Run by judge/runner/profile.py; the device is the first visible one (the parent sets
 CUDA_VISIBLE_DEVICES).
@@ -31,6 +32,8 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+
+from judge.worker import triton_tuned
 
 
 def _write(path: str, **status) -> None:
@@ -132,8 +135,6 @@ def pinned(worker: str, lines: list[str]) -> str | None:
         return None
     if worker != "triton":
         return "only a Triton file has autotuners"
-    from judge.worker import triton_tuned
-
     return triton_tuned.pin(triton_tuned.autotuners(vars(sys.modules["submission"])), lines)
 
 
@@ -143,8 +144,6 @@ def tuned(worker: str) -> str:
     module = sys.modules.get("submission") if worker == "triton" else None
     if module is None:
         return ""
-    from judge.worker import triton_tuned
-
     return triton_tuned.chosen({}, triton_tuned.snapshot(triton_tuned.autotuners(vars(module))))
 
 
