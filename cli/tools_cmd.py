@@ -83,6 +83,9 @@ def profile(problem: str = ProblemArg, solution: Optional[Path] = SolutionArg,
             out.print(f"  {escape(short_name(name))} sass: {escape(line(counts))}", highlight=False)
         for kept in result.tuned:  # a Triton file: the configuration its autotuner kept, profiled here
             out.print(f"[dim]autotuner kept: {escape(kept)}[/]", highlight=False)
+        if result.tuned and not tuned:
+            out.print("[dim](tuned in this profile's own warm-up call: `judge submit` may keep another; "
+                      "--tuned 'KERNEL: CONFIG' profiles the one it printed)[/]", highlight=False)
         if result.dropped_metrics:
             out.print(f"[yellow]this ncu does not know:[/] {escape(', '.join(result.dropped_metrics))}")
 

@@ -218,6 +218,9 @@ def test_a_triton_files_autotuner_choice_is_in_the_profile(fake_ncu, monkeypatch
     assert json.loads(r.stdout)["tuned"] == ["hgemm_kernel: BLOCK_M: 128[2J"]
     r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a"])
     assert r.exit_code == 0 and "autotuner kept: hgemm_kernel: BLOCK_M: 128" in r.output, r.output
+    assert "may keep another" in r.output  # tuned here, not pinned: the hint says how to pin
+    r = runner.invoke(app, ["profile", "hgemm", str(src), "--arch", "sm_90a", "--tuned", "hgemm_kernel: BLOCK_M: 128"])
+    assert r.exit_code == 0 and "may keep another" not in r.output, r.output
 
 
 def test_bad_shape_is_usage(no_ncu):
