@@ -78,7 +78,7 @@ class TritonWorker(Worker):
         solve = load(source, module)
         names = [p["name"] for p in params]
         self.call_target = lambda args: self.watch.call(lambda: solve(**dict(zip(names, args))))
-        self.namespace = getattr(solve, "__globals__", {})  # where its autotuners are (triton_tuned)
+        self.tuners = triton_tuned.autotuners(getattr(solve, "__globals__", {}))  # its module's autotuners
         self.loaded = True
         return {}
 
@@ -93,14 +93,13 @@ class TritonWorker(Worker):
         w = self.watch
         w.quick_tuning = tuning == "quick"
         compiled, compile_s, tune_s, configs = w.compiled, w.compile_s, w.tune_s, w.configs
-        tuners = triton_tuned.autotuners(self.namespace)
-        before = triton_tuned.snapshot(tuners)
+        before = triton_tuned.snapshot(self.tuners)
         t0 = time.perf_counter()
         self.call_target(self._args(args))
         self.rt.last_error("launching solve()")
         self.rt.synchronize("solve() on the device")
         seconds = time.perf_counter() - t0
-        tuned = triton_tuned.chosen(before, triton_tuned.snapshot(triton_tuned.autotuners(self.namespace)))
+        tuned = triton_tuned.chosen(before, triton_tuned.snapshot(self.tuners))
         return {"seconds": float(round(seconds, 4)),
                 "compile_s": float(round(w.compile_s - compile_s, 4)), "tune_s": float(round(w.tune_s - tune_s, 4)),
                 "compiled": w.compiled - compiled, "configs": w.configs - configs, "tuned": tuned}

@@ -89,8 +89,8 @@ def test_the_parent_keeps_printable_capped_lines():
 @pytest.mark.parametrize("answer,kernels", [("hgemm/triton_01_tl_dot.py", ["hgemm_kernel"]),
                                             ("flash_attn/triton_02_causal_band.py", None)])
 def test_the_workers_namespace_holds_the_model_answers_autotuners(tmp_path, answer, kernels):
-    """What the Triton worker reads (the globals of the solve() its load() returned) finds the
-    autotuners of the model answers that autotune."""
+    """What the Triton worker reads at `init` (the globals of the solve() its load() returned)
+    finds the autotuners of the model answers that autotune."""
     from judge.worker.triton_gpu import load
 
     path = ROOT / "reference_solutions" / answer
