@@ -2,6 +2,7 @@
 
     python3 scripts/measure/fair_timing.py [--problems a,b,c] [--all-answers | --answers F,G] [--runs 5]
                                            [--replays 100] [--ncu-calls 3] [--walls-only] [--json FILE] > out.md
+    python3 scripts/measure/fair_timing.py --merge PART.json [PART.json ...] > out.md
 
 For every problem (default: all under problems/), each model answer (reference_solutions/<problem>/;
 default: only the last file in name order, the fastest; `--all-answers` for every one, `--answers`
@@ -44,6 +45,11 @@ runs kept different ones says how many.
 
 `--walls-only` measures (c), (d) and (e) alone (no profiles, no replays): a verdict-time check in
 minutes.
+
+`--merge` measures nothing: it renders one table from the `--json` files of runs made in parts (one
+problem per process, a device session's time at a time), each row from its own part's numbers and
+torch's starts, the header listing every part's date, commit and command. The parts must come from
+one setup (GPU, driver, CUDA, nvcc, torch); an answer measured in two parts keeps the later file's.
 
 stdout: a markdown table headed by the device, driver, CUDA, torch and the date, ready for
 docs/benchmarks.md; `--json FILE` keeps every raw number. Progress goes to stderr. The subprocesses
@@ -409,6 +415,7 @@ class Header:
     ncu_calls: int
     torch_starts: list[float] = field(default_factory=list)  # every start timed, the first one alone
     python: str = field(default_factory=lambda: sys.version.split()[0])
+    commit: str | None = None  # `git describe --always --dirty` of the judge measured, where known
 
 
 def mark(c: Cell) -> str:
@@ -429,27 +436,47 @@ COLUMNS = ("problem", "answer", "shape", "judge ms", "ncu ms/call", "(a) judge/n
            "(e) test s ≤ torch start + 1.5")
 
 
-def render(h: Header, rows: Sequence[Row]) -> str:
-    env = h.environment
-    start = "not measured" if h.torch_start_s is None else f"{h.torch_start_s:.2f} s" + (
+def _start(h: Header) -> str:
+    return "not measured" if h.torch_start_s is None else f"{h.torch_start_s:.2f} s" + (
         f" median of {len(h.torch_starts)} ({min(h.torch_starts):.2f}–{max(h.torch_starts):.2f} s)"
         if len(h.torch_starts) > 1 else "")
+
+
+def _count(parts: Sequence[Header], name: str) -> str:
+    """A count the parts share ("5"), or their range ("3–5")."""
+    values = sorted({getattr(h, name) for h in parts})
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def _at(h: Header) -> str:
+    return f"{h.date}" + (f" at {h.commit}" if h.commit else "")
+
+
+def render(parts: Header | Sequence[Header], rows: Sequence[Row]) -> str:
+    """The markdown table under its header: one measurement's, or the parts' a `--merge` joins."""
+    parts = [parts] if isinstance(parts, Header) else list(parts)
+    h = parts[0]
+    env = h.environment
     allow = " / ".join(f"{v:g}" for v in dict.fromkeys(WALL_ALLOWANCE_S.values()))
-    lines = [
-        f"Device: {env.get('gpu') or '?'}, driver {env.get('driver') or '?'}, CUDA {env.get('cuda_runtime') or '?'}"
-        f" (nvcc {env.get('nvcc') or '?'}), torch {env.get('torch') or '?'}, Python {h.python}; measured {h.date} with",
-        "",
-        "```bash",
-        h.command,
-        "```",
-        "",
-        f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once with the file cache warmed, then just before "
-        f"each judge run; (d) and (e) hold each run against the start just before it): {start}.",
-        f"Targets: (a) the judge's median (of {h.runs} runs) within {100 * A_TARGET:g}% of Nsight Compute's summed "
-        f"kernel time per solve() call (median of {h.ncu_calls} profiled calls); (b) each baseline's judged median "
-        f"within {100 * B_TARGET:g}% of a CUDA-graph replay of the same call "
+    device = (f"Device: {env.get('gpu') or '?'}, driver {env.get('driver') or '?'}, "
+              f"CUDA {env.get('cuda_runtime') or '?'} (nvcc {env.get('nvcc') or '?'}), "
+              f"torch {env.get('torch') or '?'}, Python {h.python}")
+    how = (f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once with the file cache warmed, then just before "
+           f"each judge run; (d) and (e) hold each run against the start just before it)")
+    if len(parts) == 1:
+        lines = [f"{device}; measured {_at(h)} with", "", "```bash", h.command, "```", "", f"{how}: {_start(h)}."]
+    else:
+        lines = [f"{device}; measured in {len(parts)} parts, each row from its own part's numbers ({how}):", ""]
+        lines += [f"- {_at(p)}: `{p.command}`; torch's start {_start(p)}" for p in parts]
+        lines.append("")
+    runs = _count(parts, "runs")
+    lines += [
+        f"Targets: (a) the judge's median (of {runs} runs) within {100 * A_TARGET:g}% of Nsight Compute's summed "
+        f"kernel time per solve() call (median of {_count(parts, 'ncu_calls')} profiled calls); (b) each baseline's "
+        f"judged median within {100 * B_TARGET:g}% of a CUDA-graph replay of the same call "
         f"(after the baseline worker's gate: inputs read, L2 flushed; median of "
-        f"{h.replays}); (c) the spread max/min − 1 of the judge's median over {h.runs} runs ≤ {100 * C_TARGET:g}%; "
+        f"{_count(parts, 'replays')}); (c) the spread max/min − 1 of the judge's median over {runs} runs "
+        f"≤ {100 * C_TARGET:g}%; "
         f"(d) `judge submit`'s wall clock over torch's start (median of the runs; the report's wall_s beside it) ≤ + "
         f"{allow} s for easy / medium / hard / hard+ and hard++; (e) `judge test`'s wall clock (median of the runs, "
         f"build cached) ≤ torch's start + {TEST_ALLOWANCE_S:g} s.",
@@ -491,6 +518,82 @@ def tally(rows: Sequence[Row]) -> tuple[int, list[str], int]:
             else:
                 failed.append(f"{r.problem} {Path(r.answer).name} {r.shape} {what}")
     return passed, failed, missing
+
+
+# -- parts measured apart, joined (`--merge`) ------------------------------------------------------
+SETUP = ("gpu", "driver", "cuda_runtime", "nvcc", "torch")  # what the parts of one table must share
+
+
+class PartError(ValueError):
+    """A `--merge` file that is not a `--json` of this script, or parts of different setups."""
+
+
+@dataclass
+class Part:
+    path: Path
+    header: Header
+    raws: list[AnswerRaw]
+    graphs: dict[str, Graphs]  # problem → its baselines' replays
+
+
+def load_part(path: Path) -> Part:
+    """A `--json` file of this script, back into its dataclasses."""
+    try:
+        data = json.loads(path.read_text())
+        raws = [AnswerRaw(**{**r, "submits": [Submit(**x) for x in r["submits"]],
+                             "tests": [Submit(**x) for x in r.get("tests", [])],
+                             "ncu": [NcuShape(**x) for x in r["ncu"]]}) for r in data["answers"]]
+        graphs = {p: {w: {b: GraphTiming(**g) for b, g in bs.items()} for w, bs in gs.items()}
+                  for p, gs in data["graphs"].items()}
+        return Part(path, Header(**data["header"]), raws, graphs)
+    except OSError as e:
+        raise PartError(f"{path}: {e.strerror or e}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise PartError(f"{path}: not a fair_timing.py --json file ({short(f'{type(e).__name__}: {e}', 80)})") from None
+
+
+def merge(parts: Sequence[Part]) -> tuple[list[Header], list[Row]]:
+    """One table's headers and rows from parts of one setup; an answer measured twice keeps the
+    later part's numbers (the earlier is named on stderr)."""
+    first = parts[0]
+    for part in parts[1:]:
+        for key in SETUP:
+            mine, theirs = part.header.environment.get(key), first.header.environment.get(key)
+            if mine != theirs:
+                raise PartError(f"{part.path} was measured with {key} {mine}, {first.path} with {theirs}: "
+                                "one table is one setup")
+    latest: dict[tuple[str, str], tuple[Part, AnswerRaw]] = {}
+    for part in parts:
+        for raw in part.raws:
+            key = (raw.problem, raw.answer)
+            if key in latest:
+                log(f"{raw.problem} {Path(raw.answer).name}: measured again in {part.path}, "
+                    f"its numbers kept (not {latest[key][0].path}'s)")
+            latest[key] = (part, raw)
+    rows = [r for part, raw in latest.values()
+            for r in build_rows(raw, part.graphs.get(raw.problem, {}), part.header.torch_start_s, part.header.runs)]
+    return [p.header for p in parts], rows
+
+
+def merge_main(files: Sequence[Path]) -> int:
+    try:
+        headers, rows = merge([load_part(f) for f in files])
+    except PartError as e:
+        print(f"fair_timing.py: error: {e}", file=sys.stderr)
+        return 2
+    print(render(headers, rows), end="")
+    _, failed, _ = tally(rows)
+    return 1 if failed else 0
+
+
+def git_commit() -> str | None:
+    """The measured tree's commit (`--dirty` when it has changes), None outside a git checkout."""
+    try:
+        p = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout.strip() or None if p.returncode == 0 else None
 
 
 def environment_of(raws: Sequence[AnswerRaw]) -> dict[str, Any]:
@@ -714,7 +817,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--walls-only", action="store_true",
                     help="only (c), (d) and (e): no Nsight Compute profiles, no CUDA-graph replays")
     ap.add_argument("--json", type=Path, metavar="FILE", help="write every raw number here")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="PART",
+                    help="measure nothing: one table from these --json files of runs made in parts")
     a = ap.parse_args(argv)
+    measuring = [f"--{k.replace('_', '-')}" for k, v in vars(a).items()
+                 if k != "merge" and v != ap.get_default(k)]
+    if a.merge and measuring:
+        ap.error(f"--merge renders parts already measured: it takes no {', '.join(measuring)}")
     if a.runs < 1:
         ap.error("--runs must be at least 1")
     if a.replays < MIN_REPLAYS:
@@ -741,6 +850,8 @@ def select_problems(names: str | None) -> list[Problem]:
 def main(argv: Sequence[str] | None = None) -> int:
     global DEVICE
     a = parse_args(argv)
+    if a.merge:
+        return merge_main(a.merge)
     if a.device is not None:  # this process's torch (graphs, torch's start) on that GPU, the judge told by --device
         DEVICE = a.device
         os.environ["CUDA_VISIBLE_DEVICES"] = str(a.device)
@@ -806,7 +917,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     command=" ".join(["python3 scripts/measure/fair_timing.py",
                                       *(sys.argv[1:] if argv is None else argv)]),
                     torch_start_s=torch_start_s, runs=a.runs, replays=a.replays, ncu_calls=a.ncu_calls,
-                    torch_starts=starts)
+                    torch_starts=starts, commit=git_commit())
     print(render(header, rows), end="")
     if a.json:
         a.json.write_text(json.dumps({"header": asdict(header), "answers": [asdict(r) for r in raws],

@@ -613,3 +613,54 @@ def test_run_profile_passes_the_picks_to_judge_profile(monkeypatch):
     assert seen[0][-4:] == ["--tuned", "k: BLOCK: 64", "--tuned", "k2: BLOCK: 32"]
     ft.run_profile(problem, Path("x.cu"), 0, 1)
     assert "--tuned" not in seen[1]
+
+
+# -- --merge: one table from parts measured apart ----------------------------------------------------
+def _part(monkeypatch, capsys, path: Path, problem: str, **fake) -> Path:
+    _fake_gpu(monkeypatch, **fake)
+    ft.main(["--problems", problem, "--runs", "2", "--answers", "01_naive.cu", "--json", str(path)])
+    capsys.readouterr()
+    return path
+
+
+def test_merge_renders_one_table_from_parts_each_row_from_its_own_part(monkeypatch, capsys, tmp_path):
+    a = _part(monkeypatch, capsys, tmp_path / "a.json", "vector_add", starts=[4.0] * 5)
+    b = _part(monkeypatch, capsys, tmp_path / "b.json", "relu", starts=[2.0] * 5)
+    assert ft.main(["--merge", str(a), str(b)]) == 1  # relu's (d): 6.0 s against its start 2.0 + 3
+    text = capsys.readouterr().out
+    assert "measured in 2 parts" in text and text.count("`python3 scripts/measure/fair_timing.py --problems") == 2
+    rows = [_cells(ln) for ln in text.splitlines() if ln.startswith(("| vector_add", "| relu"))]
+    firsts = {r[0].strip(): r[8].strip() for r in rows if r[8].strip() != "(as above)"}
+    assert firsts["vector_add"].endswith("its start + 2.00 ≤ + 3 pass")  # 6.0 s over its part's 4.0 s
+    assert firsts["relu"].endswith("its start + 4.00 ≤ + 3 **FAIL**")  # 6.0 s over its part's 2.0 s
+    assert json.loads(a.read_text())["header"]["commit"]  # the checkout's commit, recorded with the numbers
+
+
+def test_merge_keeps_the_later_part_of_an_answer_measured_twice(monkeypatch, capsys, tmp_path):
+    old = _part(monkeypatch, capsys, tmp_path / "old.json", "vector_add", submit_s=9.0)
+    new = _part(monkeypatch, capsys, tmp_path / "new.json", "vector_add", submit_s=6.0)
+    assert ft.main(["--merge", str(old), str(new)]) == 0
+    out, err = capsys.readouterr()
+    assert "6.00 (report 7.00): its start + 2.00" in out and "9.00" not in out
+    assert "measured again in" in err and str(new) in err
+    assert len([ln for ln in out.splitlines() if ln.startswith("| vector_add")]) == len(
+        spec.load_problem(PROBLEMS_DIR / "vector_add").spec.benchmarks)
+
+
+def test_merge_refuses_parts_of_different_setups_and_files_it_cannot_read(monkeypatch, capsys, tmp_path):
+    a = _part(monkeypatch, capsys, tmp_path / "a.json", "vector_add")
+    raw = json.loads(a.read_text())
+    raw["header"]["environment"]["driver"] = "590.1"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(raw))
+    for files, says in (([a, other], "measured with driver 590.1"), ([tmp_path / "none.json"], "No such file"),
+                        ([ROOT / "README.md"], "not a fair_timing.py --json file")):
+        assert ft.main(["--merge", *map(str, files)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("fair_timing.py: error: ") and says in err and "\n" not in err
+
+
+def test_merge_takes_no_measuring_option(capsys):
+    with pytest.raises(SystemExit) as e:
+        ft.main(["--merge", "a.json", "--problems", "relu"])
+    assert e.value.code == 2 and "it takes no --problems" in capsys.readouterr().err
