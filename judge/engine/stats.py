@@ -24,7 +24,12 @@ if TYPE_CHECKING:  # stays light to import (no pydantic)
 @dataclass(frozen=True)
 class TimingPolicy:
     noise: float = 0.005  # stop when the 95% CI half-width of the median is within this fraction
-    min_samples: int = 20  # timed calls before the noise target may stop the loop
+    # Timed calls before the noise target may stop the loop: at 10, no more than min_batches asks
+    # for. It was 20, which bound only where a batch is one call (5 ms or more). On an H200 (2026-11-29,
+    # scripts/probes/repeatability.py, docs/benchmarks.md) 10 kept sgemm 03's 5-run spreads within
+    # 0.18% (cuBLAS 0.48%; 0.10% / 0.34% at 20), its medians where they were (23.945 ms at 8192^3),
+    # and took 1.2 s off its verdict: 10 more calls of 22-24 ms, and their rests, per target run.
+    min_samples: int = 10
     min_batches: int = 10  # and batch samples: the median and its CI are over batches
     max_samples: int = 5000  # timed calls: the loop stops there ("max_samples")
     budget_s: float = 2.0  # wall time of one target's timed batches on one shape (parent's checks and rests included)

@@ -1,7 +1,7 @@
 """Run-to-run spread of `judge submit` medians under a timing policy, and each run's wall time.
 
     python3 scripts/probes/repeatability.py PROBLEM SOLUTION [--runs 5] [--min-time S] [--min-wall S]
-                                            [--warmup-ms MS] [--rest R] [--device N]
+                                            [--warmup-ms MS] [--rest R] [--min-samples N] [--device N]
 
 Prints, per benchmark shape, the candidate's and the first baseline's median of each run and their
 spread (max / min - 1), then the runs' wall times (`evaluate()`'s, in this process). The policy
@@ -24,7 +24,8 @@ from judge.engine.run import Options, evaluate
 from judge.engine.stats import TimingPolicy
 from judge.problem.spec import ProblemError, load_problem
 
-KNOBS = {"min_time": "min_time_s", "min_wall": "min_wall_s", "warmup_ms": "warmup_ms", "rest": "rest"}
+KNOBS = {"min_time": "min_time_s", "min_wall": "min_wall_s", "warmup_ms": "warmup_ms", "rest": "rest",
+         "min_samples": "min_samples"}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,11 +37,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--min-wall", type=float, help="the candidate's min_wall_s (wall time of timed batches)")
     ap.add_argument("--warmup-ms", type=float, help="warmup_ms (each target's warm-up, GPU time)")
     ap.add_argument("--rest", type=float, help="rest (GPU idle after timed work, as a multiple of it)")
+    ap.add_argument("--min-samples", type=int,
+                    help="min_samples (timed calls before the noise target may stop; baselines the same)")
     ap.add_argument("--device", type=int, default=0, help="the GPU (nvidia-smi's numbering)")
     a = ap.parse_args(argv)
     if a.runs < 2:
         ap.error("--runs must be at least 2 (a spread needs two medians)")
-    if any(v is not None and v < 0 for v in (a.min_time, a.min_wall, a.warmup_ms, a.rest)) or a.device < 0:
+    if any(v is not None and v < 0 for v in (a.min_time, a.min_wall, a.warmup_ms, a.rest, a.min_samples)) or a.device < 0:
         ap.error("the policy options and --device must be 0 or more")
     return a
 
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             cand.setdefault(b.workload, []).append(b.stats.median_ms)
             base.setdefault(b.workload, []).append(b.baselines[0].median_ms if b.baselines else float("nan"))
     print(f"{a.problem} {Path(a.solution).name} min_time_s={policy.min_time_s} min_wall_s={policy.min_wall_s} "
-          f"warmup_ms={policy.warmup_ms} rest={policy.rest} runs={a.runs}")
+          f"warmup_ms={policy.warmup_ms} rest={policy.rest} min_samples={policy.min_samples} runs={a.runs}")
     for w in cand:
         c, bl = cand[w], base[w]
         print(f"  {w}: candidate spread {100 * (max(c) / min(c) - 1):.2f}% {' '.join(f'{x:.4f}' for x in c)}; "

@@ -112,6 +112,17 @@ def test_stop_on_noise():
     assert stop_reason(steady[:9], 72, 0.0, p) is None  # fewer batch samples than min_batches
 
 
+def test_long_calls_one_to_a_batch_stop_after_min_batches_once_the_window_is_met():
+    """By default a call of 5 ms or more, one to a batch, stops on noise after 10 calls when they
+    meet the window (sgemm at 8192^3: 24 ms calls); 20 once held them to twice that."""
+    p = TimingPolicy()
+    steady = [24.0 + 0.001 * (i % 3) for i in range(10)]
+    assert p.min_samples <= p.min_batches
+    assert stop_reason(steady, 10, 0.24, p, wall_s=0.5) == "noise"
+    assert stop_reason(steady[:9], 9, 0.216, p, wall_s=0.45) is None  # min_batches still holds
+    assert stop_reason(steady, 10, 0.05, p, wall_s=0.1) is None  # and the window
+
+
 def test_noise_waits_for_the_minimum_time():
     """A tight CI from a short window is not enough: the window must span the power management's
     slow phases (min_time_s of timed GPU time), unless the budget is smaller still."""

@@ -57,7 +57,8 @@ def test_clocks_under_load_bad_options_are_usage_errors(args):
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("args", [["--runs", "1"], ["--min-wall", "-0.1"], ["--device", "-1"], ["--rest", "x"]])
+@pytest.mark.parametrize("args", [["--runs", "1"], ["--min-wall", "-0.1"], ["--device", "-1"], ["--rest", "x"],
+                                  ["--min-samples", "-1"], ["--min-samples", "1.5"]])
 def test_repeatability_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "repeatability.py"), "vector_add", "x.cu", *args)
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
@@ -72,8 +73,9 @@ def test_repeatability_policy_takes_the_options_given_and_defaults_the_rest():
     spec.loader.exec_module(mod)
     from judge.engine.stats import TimingPolicy
 
-    p = mod.policy_of(mod.parse(["vector_add", "x.cu", "--min-wall", "0.15", "--warmup-ms", "10"]))
+    p = mod.policy_of(mod.parse(["vector_add", "x.cu", "--min-wall", "0.15", "--warmup-ms", "10",
+                                 "--min-samples", "20"]))
     default = TimingPolicy()
-    assert (p.min_wall_s, p.warmup_ms) == (0.15, 10.0)
+    assert (p.min_wall_s, p.warmup_ms, p.min_samples) == (0.15, 10.0, 20)
     assert (p.min_time_s, p.rest, p.noise) == (default.min_time_s, default.rest, default.noise)
     assert p.for_baseline().min_wall_s == 0.075  # each baseline run: half the candidate's window
