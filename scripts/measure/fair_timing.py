@@ -26,15 +26,16 @@ for the files named) and every benchmark shape of the problem's spec, one table 
 (c) the spread of the judge's median over the runs, max/min - 1. Target: at most 1%;
 (d) `judge submit`'s wall time over torch's CUDA start (`python3 -c "import torch;
     torch.zeros(1, device='cuda')"`, timed once after a run of `import torch` that warms the file
-    cache, then again just before every judge run): the median over the ACCEPTED runs of each
-    run's wall clock less the start timed just before it, the machine's state drifting (on a fresh
-    H200 torch's start took 4.7-5.4 s, fifteen minutes later 2.1 s). The report's wall_s beside it.
+    cache, then again just before each submit, whose `judge test` run (e) follows it at once): the
+    median over the ACCEPTED runs of each run's wall clock less the start timed just before the
+    pair, the machine's state drifting over minutes (on a fresh H200 torch's start took 4.7-5.4 s,
+    fifteen minutes later 2.1 s). The report's wall_s beside it.
     Target by the problem's level: easy ≤ + 3 s, medium + 4 s, hard + 6 s, hard+ and hard++ + 25 s.
     Shown on an answer's first row (one value per answer); a Triton answer's also says how much is
     left beyond its warm-ups (the submission's own compiling and tuning, `warm_up` in the report),
     while the target still holds the whole wall;
-(e) `judge test`'s wall time (`judge test --json --no-record`, as many runs, after the submits: the
-    build cached) over torch's start the same way, ≤ + 1.5 s on every level. Shown on an answer's
+(e) `judge test`'s wall time (`judge test --json --no-record`, one after each submit: the build
+    cached) over the same start, ≤ + 1.5 s on every level. Shown on an answer's
     first row, a Triton answer's beyond its warm-up as in (d).
 
 A Triton answer's autotuners may keep different configurations in different runs: the report's
@@ -461,8 +462,8 @@ def render(parts: Header | Sequence[Header], rows: Sequence[Row]) -> str:
     device = (f"Device: {env.get('gpu') or '?'}, driver {env.get('driver') or '?'}, "
               f"CUDA {env.get('cuda_runtime') or '?'} (nvcc {env.get('nvcc') or '?'}), "
               f"torch {env.get('torch') or '?'}, Python {h.python}")
-    how = (f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once with the file cache warmed, then just before "
-           f"each judge run; (d) and (e) hold each run against the start just before it)")
+    how = (f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once with the file cache warmed, then before "
+           f"each pair of a `judge submit` and a `judge test`; (d) and (e) hold each run against its pair's start)")
     if len(parts) == 1:
         lines = [f"{device}; measured {_at(h)} with", "", "```bash", h.command, "```", "", f"{how}: {_start(h)}."]
     else:
@@ -883,14 +884,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for ans in answers:
             raw = AnswerRaw(p.name, p.spec.level, str(ans.relative_to(ROOT) if ans.is_relative_to(ROOT) else ans),
                             [workload_id(w) for w in p.spec.benchmarks], [b.name for b in p.baselines])
-            for what, run, into in (("submit", run_submit, raw.submits), ("test", run_test, raw.tests)):
-                for i in range(a.runs):
-                    start = timed_start(starts, warm=False)  # paired with the run: see `excess_s`
+            for i in range(a.runs):
+                start = timed_start(starts, warm=False)  # paired with the submit and the test after it: `excess_s`
+                for what, run, into in (("submit", run_submit, raw.submits), ("test", run_test, raw.tests)):
                     s = run(p, ans)
                     s.torch_start_s = start
                     log(f"{p.name} {ans.name} {what} {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
                         + (f" ({short(s.message)})" if not s.accepted else "")
-                        + (f", torch's start just before: {start:.2f} s" if start is not None else ""))
+                        + (f", torch's start before the pair: {start:.2f} s" if start is not None else ""))
                     into.append(s)
             if a.walls_only:
                 raw.ncu = [NcuShape(w, 0, error="--walls-only") for w in raw.workloads]

@@ -406,7 +406,8 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     # the last model answer of each language (02_float4.cu, triton_01_blocked.py), 3 runs each
     assert calls["submit"] == 6 and calls["profile"] == 2 * list(range(len(shapes)))  # one profile per shape
     assert calls["test"] == 6  # as many `judge test` runs as submits
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     rows = [ln for ln in text.splitlines() if ln.startswith("| vector_add")]
     assert [_cells(r)[2].strip() for r in rows] == 2 * shapes
     assert "02_float4.cu" in rows[0] and "triton_01_blocked.py" in rows[-1]
@@ -419,7 +420,9 @@ def test_main_end_to_end_with_fakes(monkeypatch, capsys, tmp_path):
     assert [s["subprocess_s"] for s in raw["answers"][0]["tests"]] == [5.0] * 3
     e = [_cells(r)[9].strip() for r in rows]
     assert e[0] == "5.00: its start + 1.00 ≤ + 1.5 pass" and e[1] == "(as above)"  # (e): torch's start + 1.5 s
-    assert calls["warm"] == [True] + [False] * 12  # one warm start, then one before each of the 12 runs
+    assert calls["warm"] == [True] + [False] * 6  # one warm start, then one before each submit-and-test pair
+    order = [ln.split(": ")[0].split()[-2:] for ln in captured.err.splitlines() if " 1/3: " in ln or " 2/3: " in ln]
+    assert order[:4] == [["submit", "1/3"], ["test", "1/3"], ["submit", "2/3"], ["test", "2/3"]]
     assert [s["torch_start_s"] for s in raw["answers"][0]["submits"]] == [4.0] * 3
 
 
@@ -588,7 +591,7 @@ def test_a_triton_answers_wall_is_also_given_beyond_its_warm_ups():
 
 def test_walls_only_measures_c_d_e_without_profiles_or_replays(monkeypatch, capsys):
     calls = _fake_gpu(monkeypatch, submit_s=5.0, test_s=3.5,
-                      starts=[4.0, 5.4, 5.0, 2.1, 2.1, 2.2, 2.1, 2.0, 2.3, 2.1, 2.2, 2.1, 2.0])
+                      starts=[4.0, 5.4, 5.0, 2.1, 2.2, 2.0, 2.3])  # the warm one, then one per pair
     assert ft.main(["--problems", "vector_add", "--runs", "3", "--walls-only"]) == 0
     assert calls["profile"] == [] and calls["graphs"] == 0 and calls["submit"] == 6 and calls["test"] == 6
     text = capsys.readouterr().out
@@ -596,7 +599,7 @@ def test_walls_only_measures_c_d_e_without_profiles_or_replays(monkeypatch, caps
     first = _cells(rows[0])
     assert "n/a (--walls-only)" in first[5] and "n/a (--walls-only)" in first[6]  # (a), (b)
     assert "pass" in first[7] and "its start +" in first[8] and "its start +" in first[9]  # (c), (d), (e)
-    assert "median of 13 (2.00–5.40 s)" in text
+    assert "median of 7 (2.00–5.40 s)" in text
 
 
 def test_run_profile_passes_the_picks_to_judge_profile(monkeypatch):
