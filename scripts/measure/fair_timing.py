@@ -563,6 +563,9 @@ def merge(parts: Sequence[Part]) -> tuple[list[Header], list[Row]]:
             if mine != theirs:
                 raise PartError(f"{part.path} was measured with {key} {mine}, {first.path} with {theirs}: "
                                 "one table is one setup")
+    commits = list(dict.fromkeys(p.header.commit or "an unrecorded commit" for p in parts))
+    if len(commits) > 1:  # allowed (the measured path may not have changed): said, and in the header
+        log(f"the parts measured {len(commits)} commits: {', '.join(commits)}")
     latest: dict[tuple[str, str], tuple[Part, AnswerRaw]] = {}
     for part in parts:
         for raw in part.raws:

@@ -629,8 +629,12 @@ def _part(monkeypatch, capsys, path: Path, problem: str, **fake) -> Path:
 def test_merge_renders_one_table_from_parts_each_row_from_its_own_part(monkeypatch, capsys, tmp_path):
     a = _part(monkeypatch, capsys, tmp_path / "a.json", "vector_add", starts=[4.0] * 5)
     b = _part(monkeypatch, capsys, tmp_path / "b.json", "relu", starts=[2.0] * 5)
+    raw = json.loads(b.read_text())
+    raw["header"]["commit"] = "abc1234"
+    b.write_text(json.dumps(raw))
     assert ft.main(["--merge", str(a), str(b)]) == 1  # relu's (d): 6.0 s against its start 2.0 + 3
-    text = capsys.readouterr().out
+    text, err = capsys.readouterr()
+    assert "the parts measured 2 commits" in err and "at abc1234: `python3" in text
     assert "measured in 2 parts" in text and text.count("`python3 scripts/measure/fair_timing.py --problems") == 2
     rows = [_cells(ln) for ln in text.splitlines() if ln.startswith(("| vector_add", "| relu"))]
     firsts = {r[0].strip(): r[8].strip() for r in rows if r[8].strip() != "(as above)"}
