@@ -153,6 +153,18 @@ def na(why: str) -> Cell:
     return Cell(f"n/a ({short(why)})")
 
 
+def against(judged_ms: float | None, reference_ms: float | None, target: float, why_none: str,
+            why_no_reference: str, shown: str = "") -> Cell:
+    """The judge's number against its reference, relative (`shown` before the percentage), or
+    why there is none."""
+    if judged_ms is None:
+        return na(why_none)
+    if reference_ms is None:
+        return na(why_no_reference)
+    d = rel(judged_ms, reference_ms)
+    return Cell(f"{shown}{100 * d:+.2f}%", abs(d) <= target, d)
+
+
 def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs: int) -> list[Row]:
     """One row per shape of one answer, every column held against its target."""
     ok = [s for s in raw.submits if s.accepted]
@@ -166,13 +178,7 @@ def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs
         judge_ms = statistics.median(medians) if medians else None
         ncu = raw.ncu[i] if i < len(raw.ncu) else None
         ncu_ms = ncu.ms if ncu else None
-        if judge_ms is None:
-            a = na(why_none)
-        elif ncu is None or ncu_ms is None:
-            a = na(ncu.error if ncu and ncu.error else "not profiled")
-        else:
-            d = rel(judge_ms, ncu_ms)
-            a = Cell(f"{100 * d:+.2f}%", abs(d) <= A_TARGET, d)
+        a = against(judge_ms, ncu_ms, A_TARGET, why_none, ncu.error if ncu and ncu.error else "not profiled")
         picks = {kept(s, w) for s in ok} - {()}  # a Triton answer's: the configurations the runs timed
         if ncu and ncu.tuned and picks and tuple(sorted(ncu.tuned)) not in picks:
             a.text += " (profiled another configuration than the runs timed)"
@@ -182,13 +188,8 @@ def build_rows(raw: AnswerRaw, graphs: Graphs, torch_start_s: float | None, runs
             judged_ms = statistics.median(judged) if judged else None
             g = graphs.get(w, {}).get(name)
             graph_ms = g.median_ms if g else None
-            if judged_ms is None:
-                cell = na(why_none)
-            elif g is None or graph_ms is None:
-                cell = na(g.error if g and g.error else "not replayed")
-            else:
-                d = rel(judged_ms, graph_ms)
-                cell = Cell(f"{judged_ms:.4f} / {graph_ms:.4f}, {100 * d:+.2f}%", abs(d) <= B_TARGET, d)
+            cell = against(judged_ms, graph_ms, B_TARGET, why_none, g.error if g and g.error else "not replayed",
+                           f"{judged_ms:.4f} / {graph_ms:.4f}, " if judged_ms and graph_ms else "")
             b.append(BaselineCell(name, judged_ms, graph_ms, cell))
         if len(medians) < 2:
             c = na(why_none if not medians else "one run")
