@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from judge import paths
-from judge.board.run import RunError
+from judge.board.errors import RunError
 from judge.build import toolchain
 from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE
 from judge.gpu import device

@@ -5,7 +5,6 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.markup import escape
 from rich.status import Status as Spinner
 from rich.table import Table
@@ -91,7 +90,11 @@ class Steps:
 
 def statement(c: Console, text: str) -> None:
     """A problem's README, all of it: wrapped to the console's width. (The consoles soft-wrap, which
-    for a Markdown renderable means cropping every line at the width, list items included.)"""
+    for a Markdown renderable means cropping every line at the width, list items included.)
+    Imported here: only `judge show` and the drills print a README, and rich's Markdown (with its
+    parser) is a tenth of the CLI's import time."""
+    from rich.markdown import Markdown
+
     c.print(Markdown(text), soft_wrap=False)
 
 

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from judge.board import cluster
 from judge.board.cluster import Job, TaskDone, TaskStarted
+from judge.board.errors import BadRequest, Unavailable
 from judge.board.run import (
-    BadRequest,
     FailOn,
-    Unavailable,
     exit_code,
     plan,
     record,

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from judge.board import jobs
 from judge.board import submissions as leaderboard
+from judge.board.errors import BadRequest, Unavailable
 from judge.board.rank import score
 from judge.board.submissions import Regression, StoredResult, Submission
 from judge.contract.report import Report
-from judge.contract.verdict import EXIT_NOT_YOUR_CODE, EXIT_USAGE, Status
+from judge.contract.verdict import EXIT_NOT_YOUR_CODE, Status
 
 if TYPE_CHECKING:
     from judge.gpu.device import GpuInfo
@@ -31,21 +32,6 @@ class FailOn(str, Enum):
     """`--fail-on`: exit 1 when a file judged in this run is not ACCEPTED, or a result regressed."""
     wrong = "wrong"
     regression = "regression"
-
-
-class RunError(Exception):
-    """A run that cannot start; `exit_code` says whose fault it is."""
-    exit_code = EXIT_NOT_YOUR_CODE
-
-
-class BadRequest(RunError):
-    """The request is wrong (a missing folder, a GPU that is not here): exit 2."""
-    exit_code = EXIT_USAGE
-
-
-class Unavailable(RunError):
-    """The machinery is missing (no GPU here, no cluster there): exit 3, not the submissions' fault."""
-    exit_code = EXIT_NOT_YOUR_CODE
 
 
 # -- what to judge --------------------------------------------------------------------------------
