@@ -79,3 +79,65 @@ def test_repeatability_policy_takes_the_options_given_and_defaults_the_rest():
     assert (p.min_wall_s, p.warmup_ms, p.min_samples) == (0.15, 10.0, 20)
     assert (p.min_time_s, p.rest, p.noise) == (default.min_time_s, default.rest, default.noise)
     assert p.for_baseline().min_wall_s == 0.075  # each baseline run: half the candidate's window
+
+
+# -- sass_stalls.py: the control bits of cuobjdump's SASS, no GPU ------------------------------------
+_SASS = """
+\t\tFunction : _Z4loopv
+    /*0000*/    S2R R2, SR_TID.X ;    /* 0x0000000000027919 */
+    /* 0x000e220000002100 */
+    /*0010*/    FMNMX R6, R2, R3, !PT ;    /* 0x0000000302067209 */
+    /* 0x001fc80007800000 */
+    /*0020*/    @P0 BRA 0x10 ;    /* 0xfffffffc00000947 */
+    /* 0x000fea000383ffff */
+    /*0030*/    EXIT ;    /* 0x000000000000794d */
+    /* 0x000fea0003800000 */
+"""
+
+
+def _sass_stalls():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sass_stalls", PROBES / "sass_stalls.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sass_stalls"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_sass_stalls_decodes_the_control_bits_and_finds_the_loop():
+    ss = _sass_stalls()
+    code = ss.parse(_SASS)["_Z4loopv"]
+    assert [x.opcode for x in code] == ["S2R", "FMNMX", "BRA", "EXIT"]
+    s2r, fmnmx, bra, _ = code
+    assert (s2r.stall, s2r.write_barrier, s2r.wait_mask) == (1, 0, 0)  # sets barrier 0
+    assert (fmnmx.stall, fmnmx.write_barrier, fmnmx.wait_mask) == (4, None, 1)  # waits on it, then 4 cycles
+    assert bra.stall == 5 and ss.loops(code) == [(1, 2)]
+    assert ss.loop_line(code, 1, 2).startswith("loop 0x0010-0x0020: 2 instructions, stall cycles 9; ")
+
+
+@pytest.mark.parametrize("args,says", [
+    (["sass_stalls.py", "{missing}"], "No such file"),
+    (["sass_stalls.py", "{text}"], "no function with instructions"),
+    (["sass_stalls.py", "{sass}", "--function", "nope"], "no function holding 'nope'"),
+    (["sass_stalls.py", "{sass}", "--listing", "zz", "10"], "takes two hex addresses"),
+])
+def test_sass_stalls_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
+    (tmp_path / "k.sass").write_text(_SASS)
+    (tmp_path / "t.txt").write_text("not SASS\n")
+    paths = {"{missing}": str(tmp_path / "none.sass"), "{text}": str(tmp_path / "t.txt"),
+             "{sass}": str(tmp_path / "k.sass")}
+    r = _run(str(PROBES / args[0]), *[paths.get(x, x) for x in args[1:]])
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 2  # argparse's usage line may precede its error
+
+
+def test_sass_stalls_prints_each_loop_and_a_listing(tmp_path):
+    (tmp_path / "k.sass").write_text(_SASS)
+    r = _run(str(PROBES / "sass_stalls.py"), str(tmp_path / "k.sass"), "--listing", "0", "10")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "_Z4loopv: 4 instructions, stall cycles 15"
+    assert lines[1].startswith("  loop 0x0010-0x0020: 2 instructions, stall cycles 9")
+    assert lines[2].startswith("00000 s1  wb0") and "w000001 FMNMX" in lines[3]
