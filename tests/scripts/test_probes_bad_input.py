@@ -33,6 +33,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["hgemm_path.py", "{bad}"], "is not a built model answer"),
     (["hgemm_path.py", "{libm}"], "does not export hgemm_one_wave_config"),
     (["clocks_under_load.py", "--fp8", "{bad}"], "is not a built model answer"),
+    (["attention_tail.py", "{bad}"], "is not a built model answer"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -48,6 +49,12 @@ def test_one_line_and_exit_2(tmp_path, args, says):
 @pytest.mark.parametrize("args", [["--runs", "0"], ["--runs", "x"], ["--device", "-1"], ["--seed"]])
 def test_triton_ready_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "triton_ready.py"), *args)
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["missing.so"], ["x.so", "--rounds", "2"]])
+def test_attention_tail_bad_options_are_usage_errors(args):
+    r = _run(str(PROBES / "attention_tail.py"), *args)
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
 
