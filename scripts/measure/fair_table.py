@@ -8,6 +8,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -221,8 +222,8 @@ def beyond_warm_ups_s(runs: list[Submit]) -> float | None:
     docs/triton.md). None for a CUDA answer (no warm-ups) or runs without paired starts."""
     if not runs or not all(s.warm_up for s in runs) or any(s.torch_start_s is None for s in runs):
         return None
-    return statistics.median(s.subprocess_s - s.torch_start_s - sum(float(w.get("seconds", 0.0)) for w in s.warm_up)
-                             for s in runs)  # type: ignore[operator]
+    return statistics.median(s.subprocess_s - (s.torch_start_s or 0.0)  # set in every run: checked above
+                             - sum(float(w.get("seconds", 0.0)) for w in s.warm_up) for s in runs)
 
 
 def wall_cell(raw: AnswerRaw, ok: list[Submit], torch_start_s: float | None, why_none: str) -> Cell:
@@ -270,6 +271,22 @@ class Header:
     torch_starts: list[float] = field(default_factory=list)  # every start timed, the first one alone
     python: str = field(default_factory=lambda: sys.version.split()[0])
     commit: str | None = None  # `git describe --always --dirty` of the judge measured, where known
+    started: str | None = None  # when the measuring began and ended (ISO 8601, UTC), and on which host:
+    finished: str | None = None  # `--merge` says which parts ran at the same time (on other GPUs of a
+    host: str | None = None  # host, or on the same GPU, which no table should hold)
+
+
+def beside(parts: Sequence[Header]) -> list[list[int]]:
+    """For each part, the others that ran on the same host while it did (by their recorded start and
+    end; a part without them overlaps nothing)."""
+    def span(h: Header) -> tuple[datetime, datetime] | None:
+        if not (h.started and h.finished and h.host):
+            return None
+        return datetime.fromisoformat(h.started), datetime.fromisoformat(h.finished)
+    spans = [span(h) for h in parts]
+    return [[j for j, (o, b) in enumerate(zip(parts, spans))
+             if j != i and a is not None and b is not None and o.host == h.host and a[0] < b[1] and b[0] < a[1]]
+            for i, (h, a) in enumerate(zip(parts, spans))]
 
 
 def mark(c: Cell) -> str:
@@ -306,6 +323,21 @@ def _at(h: Header) -> str:
     return f"{h.date}" + (f" at {h.commit}" if h.commit else "")
 
 
+def _beside(h: Header, parts: Sequence[Header], others: Sequence[int]) -> str:
+    """What ran on the part's host while it did: other GPUs' parts, or (named as such) its own GPU's."""
+    if not others:
+        return ""
+    gpu = h.environment.get("gpu_uuid")
+    same = [j for j in others if gpu is not None and parts[j].environment.get("gpu_uuid") == gpu]
+    rest = [j for j in others if j not in same]
+    said = []
+    if rest:
+        said.append("while " + ", ".join(f"[{j + 1}]" for j in rest) + " ran on another GPU of its host")
+    if same:
+        said.append("**while " + ", ".join(f"[{j + 1}]" for j in same) + " ran on the same GPU**")
+    return "; " + " and ".join(said)
+
+
 def render(parts: Header | Sequence[Header], rows: Sequence[Row]) -> str:
     """The markdown table under its header: one measurement's, or the parts' a `--merge` joins."""
     parts = [parts] if isinstance(parts, Header) else list(parts)
@@ -321,7 +353,9 @@ def render(parts: Header | Sequence[Header], rows: Sequence[Row]) -> str:
         lines = [f"{device}; measured {_at(h)} with", "", "```bash", h.command, "```", "", f"{how}: {_start(h)}."]
     else:
         lines = [f"{device}; measured in {len(parts)} parts, each row from its own part's numbers ({how}):", ""]
-        lines += [f"- {_at(p)}: `{p.command}`; torch's start {_start(p)}" for p in parts]
+        others = beside(parts)
+        lines += [f"- [{i + 1}] {_at(p)}: `{p.command}`; torch's start {_start(p)}" + _beside(p, parts, others[i])
+                  for i, p in enumerate(parts)]
         lines.append("")
     runs = _count(parts, "runs")
     lines += [
@@ -411,11 +445,18 @@ def merge(parts: Sequence[Part]) -> tuple[list[Header], list[Row]]:
     later part's numbers (the earlier is named on stderr)."""
     first = parts[0]
     for part in parts[1:]:
-        for key in SETUP:
-            mine, theirs = part.header.environment.get(key), first.header.environment.get(key)
+        for fact in SETUP:
+            mine, theirs = part.header.environment.get(fact), first.header.environment.get(fact)
             if mine != theirs:
-                raise PartError(f"{part.path} was measured with {key} {mine}, {first.path} with {theirs}: "
+                raise PartError(f"{part.path} was measured with {fact} {mine}, {first.path} with {theirs}: "
                                 "one table is one setup")
+    headers = [p.header for p in parts]
+    for i, others in enumerate(beside(headers)):
+        gpu = headers[i].environment.get("gpu_uuid")
+        for j in others:
+            if j > i and gpu is not None and headers[j].environment.get("gpu_uuid") == gpu:
+                log(f"{parts[i].path} and {parts[j].path} ran at the same time on the same GPU: "
+                    "each timed the other's load too")
     commits = list(dict.fromkeys(p.header.commit or "an unrecorded commit" for p in parts))
     if len(commits) > 1:  # allowed (the measured path may not have changed): said, and in the header
         log(f"the parts measured {len(commits)} commits: {', '.join(commits)}")

@@ -63,6 +63,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -455,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = parse_args(argv)
     if a.merge:
         return merge_main(a.merge)
+    started = datetime.now(timezone.utc)
     if a.device is not None:  # this process's torch (graphs, torch's start) on that GPU, the judge told by --device
         DEVICE = a.device
         os.environ["CUDA_VISIBLE_DEVICES"] = str(a.device)
@@ -520,7 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     command=" ".join(["python3 scripts/measure/fair_timing.py",
                                       *(sys.argv[1:] if argv is None else argv)]),
                     torch_start_s=torch_start_s, runs=a.runs, replays=a.replays, ncu_calls=a.ncu_calls,
-                    torch_starts=starts, commit=git_commit())
+                    torch_starts=starts, commit=git_commit(), started=started.isoformat(timespec="seconds"),
+                    finished=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=socket.gethostname())
     print(render(header, rows), end="")
     if a.json:
         a.json.write_text(json.dumps({"header": asdict(header), "answers": [asdict(r) for r in raws],

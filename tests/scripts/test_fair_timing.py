@@ -672,3 +672,49 @@ def test_merge_takes_no_measuring_option(capsys):
     with pytest.raises(SystemExit) as e:
         ft.main(["--merge", "a.json", "--problems", "relu"])
     assert e.value.code == 2 and "it takes no --problems" in capsys.readouterr().err
+
+
+def _timed(path: Path, started: str, finished: str, host: str = "h1", gpu: str = "GPU-a") -> None:
+    raw = json.loads(path.read_text())
+    raw["header"].update(started=started, finished=finished, host=host)
+    raw["header"]["environment"]["gpu_uuid"] = gpu
+    path.write_text(json.dumps(raw))
+
+
+def test_a_part_records_when_and_where_it_was_measured(monkeypatch, capsys, tmp_path):
+    h = json.loads(_part(monkeypatch, capsys, tmp_path / "a.json", "vector_add").read_text())["header"]
+    assert h["host"] and h["started"] <= h["finished"] and h["started"].endswith("+00:00")
+
+
+def test_merge_says_which_parts_ran_at_the_same_time(monkeypatch, capsys, tmp_path):
+    a, b, c, d = (_part(monkeypatch, capsys, tmp_path / f"{n}.json", p)
+                  for n, p in (("a", "vector_add"), ("b", "relu"), ("c", "gelu"), ("d", "swish")))
+    _timed(a, "2026-11-29T04:47:00+00:00", "2026-11-29T04:49:00+00:00", gpu="GPU-0")
+    _timed(b, "2026-11-29T04:48:00+00:00", "2026-11-29T04:50:00+00:00", gpu="GPU-1")  # beside a
+    _timed(c, "2026-11-29T04:50:00+00:00", "2026-11-29T04:51:00+00:00", gpu="GPU-1")  # after both: alone
+    _timed(d, "2026-11-29T04:48:30+00:00", "2026-11-29T04:49:30+00:00", host="h2", gpu="GPU-0")  # another host
+    ft.main(["--merge", *map(str, (a, b, c, d))])
+    out, err = capsys.readouterr()
+    lines = {ln[3]: ln for ln in out.splitlines() if ln.startswith("- [")}
+    assert lines["1"].endswith("while [2] ran on another GPU of its host")
+    assert lines["2"].endswith("while [1] ran on another GPU of its host")
+    assert "while" not in lines["3"] and "while" not in lines["4"]
+    assert "same GPU" not in err
+    _timed(c, "2026-11-29T04:48:00+00:00", "2026-11-29T04:49:00+00:00", gpu="GPU-0")  # now on a's GPU, at a's time
+    ft.main(["--merge", *map(str, (a, b, c))])
+    out, err = capsys.readouterr()
+    lines = {ln[3]: ln for ln in out.splitlines() if ln.startswith("- [")}
+    assert "while [2] ran on another GPU of its host and **while [3] ran on the same GPU**" in lines["1"]
+    assert f"{a} and {c} ran at the same time on the same GPU" in err
+
+
+def test_merge_of_parts_without_times_says_nothing_of_overlap(monkeypatch, capsys, tmp_path):
+    a, b = (_part(monkeypatch, capsys, tmp_path / f"{n}.json", p) for n, p in (("a", "vector_add"), ("b", "relu")))
+    for path in (a, b):  # as parts were written before they recorded their times
+        raw = json.loads(path.read_text())
+        for key in ("started", "finished", "host"):
+            raw["header"].pop(key)
+        path.write_text(json.dumps(raw))
+    ft.main(["--merge", str(a), str(b)])
+    out = capsys.readouterr().out
+    assert "- [1] " in out and "ran on" not in out
