@@ -34,6 +34,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["hgemm_path.py", "{libm}"], "does not export hgemm_one_wave_config"),
     (["clocks_under_load.py", "--fp8", "{bad}"], "is not a built model answer"),
     (["attention_tail.py", "{bad}"], "is not a built model answer"),
+    (["event_window.py", "{bad}"], "is not event_window.cu built"),
+    (["event_window.py", "{libm}"], "is not event_window.cu built"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -148,3 +150,10 @@ def test_sass_stalls_prints_each_loop_and_a_listing(tmp_path):
     assert lines[0] == "_Z4loopv: 4 instructions, stall cycles 15"
     assert lines[1].startswith("  loop 0x0010-0x0020: 2 instructions, stall cycles 9")
     assert lines[2].startswith("00000 s1  wb0") and "w000001 FMNMX" in lines[3]
+
+
+@pytest.mark.parametrize("args", [[], ["missing.so"], ["x.so", "--calls", "5"], ["x.so", "--mib", "x"],
+                                  ["x.so", "--mib", "5000"], ["x.so", "--mib", ","]])
+def test_event_window_bad_options_are_usage_errors(args):
+    r = _run(str(PROBES / "event_window.py"), *args)
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
