@@ -271,9 +271,11 @@ class Header:
     torch_starts: list[float] = field(default_factory=list)  # every start timed, the first one alone
     python: str = field(default_factory=lambda: sys.version.split()[0])
     commit: str | None = None  # `git describe --always --dirty` of the judge measured, where known
-    started: str | None = None  # when the measuring began and ended (ISO 8601, UTC), and on which host:
-    finished: str | None = None  # `--merge` says which parts ran at the same time (on other GPUs of a
-    host: str | None = None  # host, or on the same GPU, which no table should hold)
+    # When the measuring began and ended (ISO 8601, UTC) and on which host: `--merge` says which parts
+    # ran at the same time, on other GPUs of the host or on the same GPU (None: written before these).
+    started: str | None = None
+    finished: str | None = None
+    host: str | None = None
 
 
 def beside(parts: Sequence[Header]) -> list[list[int]]:
