@@ -12,8 +12,8 @@
 #      docker (always cold: a fresh tmpfs per container); wall seconds per run, then the medians
 #   "all checks passed" (exit 0), else "FAILED: ..." (exit 1)
 #
-# BUNDLE_DIR (default .dockerbundle) holds ../shared/tools/docker-bundle.sh's output,
-# docker-on-gpu.sh, and wheels/ (the docker SDK and requests; this Python lacks them).
+# BUNDLE_DIR (default .dockerbundle) holds docker/engine-bundle.sh's output (with its engine-start.sh)
+# and wheels/ (the docker SDK and requests; this Python lacks them).
 # Usage (repo root, after `source scripts/on_device.sh`): bash scripts/docker_gpu_demo.sh [BUNDLE_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +25,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
 python3 -c 'import docker; print("docker SDK", docker.__version__)' || exit 1
 if ! command -v dockerd >/dev/null; then
-  bash "$B/docker-on-gpu.sh" "$B" || exit 1
-  export PATH=/opt/dk/usr/bin:/opt/dk/usr/sbin:$PATH
+  bash "$B/engine-start.sh" "$B" || exit 1
+  export PATH=/opt/kj-docker/usr/bin:/opt/kj-docker/usr/sbin:$PATH
 fi
 bash docker/host-image.sh kernel-judge:host || exit 1
 python3 -c 'import sys, torch; print("python", sys.executable, "prefix", sys.prefix, "torch", torch.__file__)'
