@@ -54,7 +54,7 @@ class TimingPolicy:
     # GPU time per batch between stopping checks (the input slots cap a batch too: 8 calls at most).
     # It was 0.05: then every call under 6 ms had 8 per batch, and the minimum window of 10 batches
     # was 80 calls, 0.35 s per run of flash_attn's baselines at N = 16384 (4.4 ms calls) where 20
-    # calls meet min_samples and min_time_s. Shorter batches also mean less to front-load.
+    # calls met min_samples (20 then) and min_time_s. Shorter batches also mean less to front-load.
     batch_s: float = 0.01
     rest: float = 1.0  # GPU idle after timed work, as a multiple of its time (power stays under the cap)
     hold: bool = True  # hold each call on the GPU until it is issued (judge/engine/timing.py)
