@@ -325,12 +325,16 @@ def _at(h: Header) -> str:
     return f"{h.date}" + (f" at {h.commit}" if h.commit else "")
 
 
+def same_gpu(a: Header, b: Header) -> bool:
+    gpu = a.environment.get("gpu_uuid")
+    return gpu is not None and b.environment.get("gpu_uuid") == gpu
+
+
 def _beside(h: Header, parts: Sequence[Header], others: Sequence[int]) -> str:
     """What ran on the part's host while it did: other GPUs' parts, or (named as such) its own GPU's."""
     if not others:
         return ""
-    gpu = h.environment.get("gpu_uuid")
-    same = [j for j in others if gpu is not None and parts[j].environment.get("gpu_uuid") == gpu]
+    same = [j for j in others if same_gpu(h, parts[j])]
     rest = [j for j in others if j not in same]
     said = []
     if rest:
@@ -454,9 +458,8 @@ def merge(parts: Sequence[Part]) -> tuple[list[Header], list[Row]]:
                                 "one table is one setup")
     headers = [p.header for p in parts]
     for i, others in enumerate(beside(headers)):
-        gpu = headers[i].environment.get("gpu_uuid")
         for j in others:
-            if j > i and gpu is not None and headers[j].environment.get("gpu_uuid") == gpu:
+            if j > i and same_gpu(headers[i], headers[j]):
                 log(f"{parts[i].path} and {parts[j].path} ran at the same time on the same GPU: "
                     "each timed the other's load too")
     commits = list(dict.fromkeys(p.header.commit or "an unrecorded commit" for p in parts))

@@ -2,7 +2,8 @@
 // a copy kernel stamps %globaltimer when its first block starts and when its last block ends, and the
 // window is timed three ways: right after the host records the start event (`plain`: the host's
 // launch latency falls inside), behind a hold that fills every SM until the host has queued the
-// start event, the kernel and the end event (`held`: the judge's way, docs/timing.md "The hold"), and
+// start event, the kernel and the end event (`held`: the judge's way, docs/timing.md "The hold"; a
+// stand-in for judge/worker/native/hold.h's gate, without its sealed inputs, stamps and checks), and
 // the same held call replayed from a CUDA graph (`graph`). Build:
 //   nvcc -O3 -std=c++17 -arch=sm_90a -shared -Xcompiler -fPIC scripts/probes/event_window.cu -o event_window.so
 #include <cuda_runtime.h>
