@@ -36,6 +36,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["attention_tail.py", "{bad}"], "is not a built model answer"),
     (["event_window.py", "{bad}"], "is not event_window.cu built"),
     (["event_window.py", "{libm}"], "is not event_window.cu built"),
+    (["flash_attn_split_tail.py", "--out", "{bad}"], "is not a folder"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
