@@ -1,8 +1,8 @@
-// flash_attn: step 7 with the last round of its persistent schedule split along the keys. An
-// experiment, not a model answer (scripts/probes/README.md): correct on an H200, and its first version
-// measured slower than step 7 (below); this version removes the cause found in its SASS and has not
-// been on a GPU yet. Everything not described here is step 7's: reference_solutions/flash_attn/
-// 07_lean_tiles.cu and the headers it carries explain the kernel.
+// flash_attn: step 7 with what its persistent schedule's full rounds leave split along the keys. An
+// experiment, not a model answer (scripts/probes/README.md): its first version (FA8_SPLIT = 1 below)
+// was correct on an H200 and slower than step 7; this version removes the cause found in its SASS and
+// adds a second plan (FA8_SPLIT = 2, the default), neither yet run on a GPU. Everything not described
+// here is step 7's: reference_solutions/flash_attn/07_lean_tiles.cu and the headers it carries.
 //
 // Why. The persistent kernel deals T work tiles (128 query rows of one head) to G = 132 CTAs in
 // rounds. At the benchmark shape B = 16, H = 32, N = 1024, D = 128 non-causal, T = 4096 = 31·132 + 4:
@@ -11,57 +11,73 @@
 // its time at 495 (exactly 30 rounds), where the work alone gives 1.034×. That shape is the one where
 // step 7 is under cuDNN (0.985× in docs/benchmarks.md's table).
 //
-// What (FA8_SPLIT, on by default; persistent kernel, two consumers, non-causal: every tile costs the
-// same there). R = T mod G tiles are left for the last round (T < G: all T). Each is split into S =
-// min(key tiles, G / R, FA8_MAX_PIECES = 8) pieces; piece p runs key tiles p·n_kv / S .. (p + 1)·n_kv
-// / S - 1 of its tile, on CTA i·S + p after that CTA's full-round tiles (make_split_plan; T < G: a
-// grid of T·S CTAs, the split-KV of a small problem). A piece's consumers run step 7's loop over their
-// key tiles; then each thread writes its unnormalised O fragments, m and l to a workspace (floats of
-// one index for all 128 threads of a consumer side by side), a counter per (tile, consumer) counts the
-// pieces, and the last one to arrive reads the others' (ld.global.cg), rescales them to the common
-// maximum, and runs step 7's epilogue. The workspace (S · R · 2 · (D / 2 + 4) · 128 floats: 8.9 MB at
-// the shape above) and counters are allocated at a shape's first call and kept; the last piece sets its
-// counter back to 0. The producer gets 40 registers instead of 32 (its walk spilled 8 B at D = 64 at
-// 32; 40 + 2 × 232 = 3 × 168, the launch's count), and reads a piece's tile and key range from the
-// plan rather than dividing.
-// Predicted (before any GPU run): the 4 left tiles cost 1/8 of a round instead of a whole one, less
-// the pieces' writes and the merge: -1.5 to -2.5% at the two N = 1024 non-causal shapes, no change
-// elsewhere.
+// What (persistent kernel, two consumers, non-causal: every tile costs the same there). A piece is a
+// range of key tiles of one work tile, a work item of its own. Its consumers run step 7's loop over
+// those key tiles; then each thread writes its unnormalised O fragments, m and l to a workspace (floats
+// of one index for all 128 threads of a consumer side by side), a counter per (tile, consumer) counts
+// the tile's pieces, and the last to arrive reads the others' (ld.global.cg), rescales them to the
+// common maximum, and runs step 7's epilogue; it sets the counter back to 0. The plan (make_split_plan,
+// made once per shape on the host, as step 6's) lists each piece with its tile, key range and group.
+// - FA8_SPLIT = 1, the last round: R = T mod G tiles left (T < G: all T), each in S = min(key tiles,
+//   G / R, FA8_MAX_PIECES = 8) pieces, piece p of left tile i on CTA i·S + p after its full rounds.
+//   At the shape above, 4 tiles in 8 pieces of one key tile; one CTA per tile reads 7 partials.
+// - FA8_SPLIT = 2, a stream-K tail (after stream-K GEMMs' "data-parallel + stream-K" hybrid): F - 1
+//   full rounds (F = T / G), then the last G + R tiles' key tiles dealt out evenly, each CTA taking a
+//   contiguous share in tile order; a tile that straddles two shares becomes two pieces, the first
+//   CTA's last item and the next CTA's first, so the next CTA's piece is done long before and the
+//   first CTA merges one partial at its end. At the shape above each CTA gets 1088 / 132 = 8.24 key
+//   tiles of tail instead of 16 (a full round and the 4-tile one), every CTA within one key tile of
+//   the others. The tail's tiles are the last G + R in step 5's order, as in the stride's last two
+//   rounds, so their K/V stay as local in L2 (shares over the whole problem would keep ~132 heads'
+//   K/V live, 66 MB at D = 128, N = 1024, more than the 50 MB of L2).
+// The workspace (pieces · 2 · (D / 2 + 4) · 128 floats) and counters are allocated at a shape's first
+// call and kept. The producer gets 40 registers instead of 32 (its walk spilled 8 B at D = 64 at 32;
+// 40 + 2 × 232 = 3 × 168, the launch's count) and reads a piece's tile and key range from the plan.
+// Predicted (a work tile ~9 key-tile times with its epilogue, by step 7's accounting; README item 0):
+// FA8_SPLIT = 1 -1.5 to -2.5% at the two N = 1024 non-causal shapes (before the 7-partial merge);
+// FA8_SPLIT = 2 from 32 × 9 = 288 to 30 × 9 + 8.24 + ~2 (two pieces' own start and end) + ~0.6 (a
+// partial written, one read) ≈ 281 key-tile times, -2 to -2.5% there (0.4438 ms -> ~0.433, ~1.01× of
+// cuDNN's 0.4372 in docs/benchmarks.md's table); no change on any other benchmark shape (three
+// consumers, step 5's kernel, or causal).
 //
-// Measured, the first version (NVIDIA H200, driver 580.159.04, torch 2.11.0+cu130, 2026-11-29, one
-// call each): correct (16 shapes, 12 of them split, each 3 times, then in reverse order; 5 builds;
-// compute-sanitizer memcheck 0 errors on 4 split shapes); `judge submit` ACCEPTED with the problem's
-// three tests added for it; but `judge compare` against step 7 SLOWER on every shape of the persistent
-// kernel, non-causal and causal alike: 1.041-1.055× at N = 1024, 1.013 / 1.058 at N = 4096 with D = 64,
-// 1.011 / 1.015 at N = 16384 with D = 64; SAME (1.000-1.004) where D = 128 runs step 5's kernel. Where
-// three consumers run (D = 64 non-causal from N = 4096, causal at 16384) the loop is 579 instructions
-// against step 7's 576 and the 1.1-1.5% is not explained.
+// Measured, the first version (FA8_SPLIT = 1 only; NVIDIA H200, driver 580.159.04, torch 2.11.0+cu130,
+// 2026-11-29, one call each): correct (16 shapes, 12 of them split, each 3 times, then in reverse
+// order; 5 builds; compute-sanitizer memcheck 0 errors on 4 split shapes); `judge submit` ACCEPTED with
+// the problem's three tests added for it; but `judge compare` against step 7 SLOWER on every shape of
+// the persistent kernel, non-causal and causal alike: 1.041-1.055× at N = 1024, 1.013 / 1.058 at N =
+// 4096 with D = 64, 1.011 / 1.015 at N = 16384 with D = 64; SAME (1.000-1.004) where D = 128 runs step
+// 5's kernel. Where three consumers run (D = 64 non-causal from N = 4096, causal at 16384) the loop is
+// 579 instructions against step 7's 576 and the 1.1-1.5% is not explained.
 // Causal tiles are never split, so the cost was in the loop: its SASS had 678 instructions per key
 // tile at D = 128 against step 7's 649, with 39 R2UR (the K/V descriptors moved from vector to uniform
-// registers every turn). Cause, found by removing parts of the new epilogue one at a time on this
-// machine: `if (!last_piece[c]) continue;`, a branch on a shared-memory load, which ptxas cannot prove
-// warp-uniform, so the values the outer loop carries into the next work item were no longer uniform.
-// Branching on a warp vote of the same flag (__all_sync) instead: 646 instructions / 1302 stall cycles
-// per key tile at D = 128 (step 7: 649 / 1293), 1118 / 2341 for the D = 64 loop unrolled by two (step 7:
-// 1122 / 2348), 579 / 1203 with three consumers (576 / 1197); sass_stalls.py, nvcc 13.0, sm_90a.
+// registers every turn). Cause, found by removing parts of the new epilogue one at a time on a machine
+// without a GPU: `if (!last_piece[c]) continue;`, a branch on a shared-memory load, which ptxas cannot
+// prove warp-uniform, so the values the outer loop carries into the next work item were no longer
+// uniform. Branching on a warp vote of the same flag (__all_sync) instead: 646 instructions / 1302
+// stall cycles per key tile at D = 128 (step 7: 649 / 1293), 1118 / 2341 for the D = 64 loop unrolled
+// by two (step 7: 1122 / 2348), 579 / 1203 with three consumers (576 / 1197); sass_stalls.py, nvcc
+// 13.0, sm_90a; the same in both plans (the plan is host code).
 // The split itself, in the same run (flash_attn_split_tail.py's first form, CUDA events): the split
 // build over the FA8_SPLIT = 0 build was 1.038× at D = 128 non-causal against 1.044× causal, where
-// nothing is split, so the split saved about 0.6% of the 1.5-2.5% predicted, inside the script's
-// noise; at D = 64 1.045× against 1.032×, a loss of about 1%.
-// Not profiled: the merge (7 partials of 34 KB per consumer, read by one CTA) and the pieces' own
-// start (Q and the first K/V from memory) are the suspects. So even with the loop repaired this is
-// unlikely to lift step 7 past cuDNN at that shape; it is kept to be measured and to build on.
+// nothing is split, so the last-round split saved about 0.6% of the 1.5-2.5% predicted, inside the
+// script's noise; at D = 64 1.045× against 1.032×, a loss of about 1%. Not profiled: its merge (7
+// partials of 34 KB per consumer, read by one CTA) and its pieces' own start are the suspects, which
+// FA8_SPLIT = 2 has one of per CTA instead of 8 CTAs' worth on one.
 //
-// ptxas (nvcc 13.0, sm_90a, -O3): 0 B stack, 0 spills in all four kernels; "Used 168 registers" (128
-// with three consumers); 136 HGMMA in the default build, as step 7. The host plan is checked without a
-// GPU by tests/scripts/test_split_tail_plan.py (every key tile of every work tile run exactly once,
-// at most one piece per CTA and that one last, workspace and counter indices in range).
+// ptxas (nvcc 13.0, sm_90a, -O3): 0 B stack, 0 spills in all four kernels, at FA8_SPLIT 0, 1 and 2;
+// "Used 168 registers" (128 with three consumers); 136 HGMMA, as step 7. The host plans are checked
+// without a GPU by tests/scripts/test_split_tail_plan.py (every key tile of every work tile run exactly
+// once, every piece listed once and grouped with its tile's, workspace and counter indices in range;
+// FA8_SPLIT = 1 at most one piece per CTA and that one last, FA8_SPLIT = 2 every CTA's key tiles within
+// one of the others').
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 // Each technique of step 5 behind its own switch (all on by default; -DFA5_X=0 builds without it).
 #ifndef FA5_REGS         // setmaxnreg (producer 24, consumers 240) and 128-key tiles at D = 128
@@ -117,12 +133,13 @@
 #endif
 
 // The split's switches (see the header).
-#ifndef FA8_SPLIT        // persistent, non-causal, two consumers: the last round's work tiles split along the keys
-#define FA8_SPLIT 1
+#ifndef FA8_SPLIT        // persistent, non-causal, two consumers: what the full rounds leave, split along the keys;
+#define FA8_SPLIT 2      // 1: the last round's tiles in pieces; 2: a stream-K tail (make_split_plan); 0: off
 #endif
-#ifndef FA8_MAX_PIECES   // at most this many pieces per split work tile
+#ifndef FA8_MAX_PIECES   // FA8_SPLIT = 1: at most this many pieces per split work tile
 #define FA8_MAX_PIECES 8
 #endif
+static_assert(FA8_SPLIT >= 0 && FA8_SPLIT <= 2, "FA8_SPLIT: 0, 1 or 2");
 
 static_assert(FA6_PERSISTENT >= 0 && FA6_PERSISTENT <= 2, "FA6_PERSISTENT: 0, 1 or 2");
 
@@ -324,14 +341,16 @@ template <int D, int NC_, bool PERSIST>
 __global__ void __launch_bounds__(Cfg<D, NC_, PERSIST>::THREADS, 1)
 attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
          const __grid_constant__ CUtensorMap tv, half* __restrict__ O, int N, int causal, float scale_log2,
-         int BH, const int* __restrict__ plan, int n_pieces, float* __restrict__ ws, int* __restrict__ cnt) {
+         int BH, const int* __restrict__ plan, float* __restrict__ ws, int* __restrict__ cnt) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using C = Cfg<D, NC_, PERSIST>;
     constexpr int BC = C::BC, BR = C::BR, NC = C::NC, QBUF = C::QBUF;
     extern __shared__ uint8_t smem_raw[];
     constexpr int QSPLIT = C::QSPLIT;
     __shared__ __align__(8) uint64_t q_full[QBUF][QSPLIT], q_empty[QBUF][QSPLIT], full[STAGES], empty[STAGES];
+#if FA8_SPLIT
     __shared__ int last_piece[NC_];  // the split: this consumer's piece was its tile's last to finish
+#endif
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint8_t* ks = smem + QBUF * C::Q_BYTES;           // [STAGES][KV_BYTES] after the Q buffers
     uint8_t* vs = ks + STAGES * C::KV_BYTES;          // [STAGES][KV_BYTES]
@@ -341,11 +360,10 @@ attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtenso
     // This CTA's k-th work item -> (head bh, query tile qt, key tiles j0 .. j1 - 1, piece); false when it
     // has none left. Producer and consumers walk the same sequence. Persistent: plan[b] .. plan[b + 1] - 1
     // index CTA b's items, each a whole work tile bh·n_qtiles + qt (key tiles 0 .. n_kv - 1, piece -1)
-    // or, split, -1 - e for piece e, whose tile, key tiles j0 .. j1 - 1 and split tile i are the four
-    // ints at plan[plan[G] + 4e] (G the grid; pieces e = i·n_pieces .. i·n_pieces + n_pieces - 1 are
-    // split tile i's). Made on the host (make_plan,
-    // make_split_plan). Without a plan (the host could not make one) one whole tile per CTA,
-    // blockIdx.x in step 5's order.
+    // or, split, -1 - e for piece e, whose tile, key tiles j0 .. j1 - 1, group (its tile's counter),
+    // the group's first piece and number of pieces are the six ints at plan[plan[G] + 6e] (G the
+    // grid). Made on the host (make_plan, make_split_plan). Without a plan (the host could not make
+    // one) one whole tile per CTA, blockIdx.x in step 5's order.
     auto tile_of = [&](int k, int& bh, int& qt, int& j0, int& j1, int& piece) -> bool {
         piece = -1;
         if constexpr (PERSIST) {
@@ -356,7 +374,7 @@ attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtenso
                 t = __ldg(plan + i);
                 if (FA8_SPLIT && NC_ == 2 && t < 0) {  // piece -1 - t: its tile and key tiles from the table
                     piece = -1 - t;
-                    const int* e = plan + __ldg(plan + gridDim.x) + 4 * piece;
+                    const int* e = plan + __ldg(plan + gridDim.x) + 6 * piece;
                     t = __ldg(e);
                     bh = t / n_qtiles;
                     qt = t - bh * n_qtiles;
@@ -686,10 +704,12 @@ attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtenso
             }
             __threadfence();      // the partial is visible device-wide before the count says so
             wg_sync(1 + NC + c);
-            const int grp = __ldg(plan + __ldg(plan + gridDim.x) + 4 * piece + 3);  // its split tile
+            // the piece's group (its tile's counter), the group's first piece and number of pieces
+            const int* info = plan + __ldg(plan + gridDim.x) + 6 * piece + 3;
+            const int grp = __ldg(info), first = __ldg(info + 1), count = __ldg(info + 2);
             if (tid == 0) {
                 const int done = atomicAdd(cnt + grp * NC + c, 1);
-                const bool last = done == n_pieces - 1;
+                const bool last = done == count - 1;
                 if (last) cnt[grp * NC + c] = 0;  // every piece has counted: ready for the next call
                 __threadfence();  // acquire: the other pieces' partials, counted before, are read after
                 last_piece[c] = last;
@@ -700,8 +720,7 @@ attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtenso
             // to ptxas, and it moved every turn's K/V descriptors through R2UR (+29 instructions a turn,
             // +8% of its stall cycles, on causal shapes too)
             if (!__all_sync(0xffffffffu, last_piece[c] != 0)) continue;  // another piece merges this one
-            for (int q = 0; q < n_pieces; ++q) {
-                const int other = grp * n_pieces + q;
+            for (int other = first; other < first + count; ++other) {
                 if (other == piece) continue;
                 const float* theirs = ws + ((size_t)other * NC + c) * W * 128 + tid;
                 float a[2], b[2];
@@ -897,54 +916,104 @@ static int* make_plan(int BH, int N, int BR, int BC, int causal, int G, int* n_i
     return out;
 }
 
-// The plan in device memory, made and uploaded once per shape (a shape's first call pays for it:
-// make_plan on the CPU, a cudaMalloc and a cudaMemcpyAsync of (G + 1 + tiles) ints, 17 KB for the
-// benchmark shapes); 64 shapes are kept, then the oldest is replaced (its cudaFree waits for the GPU).
 #if FA8_SPLIT
-// The plan when the last round is split. T work tiles (all of one cost: non-causal) over G
-// CTAs: F = T / G full rounds in step 5's order by stride (tile t to CTA t % G, as make_plan's list
-// schedule gives for equal costs), then the R = T - F·G tiles left each in S pieces along the keys,
-// piece p of left tile i to CTA i·S + p (R·S <= G), after its F tiles; piece p runs key tiles
-// p·n_kv / S .. (p + 1)·n_kv / S - 1 (S <= n_kv: none empty). T < G: F = 0, R = T and the grid is
-// G = T·S. Layout as make_plan's, piece e = i·S + p written as -1 - e, then per piece four ints: its
-// tile, first key tile, end key tile, i (plan[plan[G] + 4e]). Returns malloc'ed ints, nullptr if out
-// of memory.
-static int* make_split_plan(long long T, int G, int S, int n_kv, int* n_ints) {
-    const long long F = T / G, R = T - F * G, entries = F * G + R * S;
-    int* out = (int*)malloc(sizeof(int) * (G + 1 + entries + 4 * R * S));
-    if (!out) return nullptr;
-    out[0] = G + 1;
-    for (int b = 0; b < G; ++b) out[b + 1] = out[b] + (int)F + (b < R * S ? 1 : 0);
-    for (int b = 0; b < G; ++b) {
-        int at = out[b];
-        for (long long k = 0; k < F; ++k) out[at++] = (int)(b + k * G);
-        if (b < R * S) out[at++] = -1 - b;
+// The split plans (persistent kernel, two consumers, non-causal: every work tile has the same n_kv
+// key tiles). T tiles over the SMs; the first rounds as make_plan's list schedule gives for equal
+// costs, a stride (tile t to CTA t % G, step 5's order); what is left is run in pieces, a piece being
+// a range of key tiles of one tile, and the tile's last piece to finish merging the others.
+// FA8_SPLIT = 1, the last round: F = T / G full rounds, then each of the R = T - F·G tiles left in S =
+//   min(n_kv, G / R, FA8_MAX_PIECES) pieces, piece p of left tile i (key tiles p·n_kv / S ..
+//   (p + 1)·n_kv / S - 1) to CTA i·S + p after its F tiles. T < G: F = 0, R = T, grid T·S.
+// FA8_SPLIT = 2, a stream-K tail: F - 1 full rounds, then the last G + R tiles' U = (G + R)·n_kv key
+//   tiles dealt evenly, CTA b taking key tiles U·b / G .. U·(b + 1) / G - 1 of the tail in order: a
+//   tile that straddles two CTAs' shares is two pieces (the first CTA's last item, the next CTA's
+//   first). T < G: all T tiles form the tail, over min(G, T·n_kv) CTAs.
+// Returns false where nothing would be split (no tile left over, or one key tile per tile).
+struct SplitPlan {
+    int G = 0, pieces = 0, groups = 0;
+    std::vector<int> ints;  // make_plan's layout, a piece e as -1 - e, then 6 ints per piece (below)
+};
+static bool make_split_plan(long long T, int sms, int n_kv, SplitPlan& out) {
+    if (n_kv < 2 || T < 1) return false;
+    const long long F = T / sms, R = T - F * sms;
+    if (T >= sms && R == 0) return false;
+    struct Item { long long t; int j0, j1; };
+    auto item = [](long long t, long long j0, long long j1) { Item it; it.t = t; it.j0 = (int)j0; it.j1 = (int)j1; return it; };
+    std::vector<std::vector<Item>> items;
+    if (FA8_SPLIT == 1) {
+        const long long left = T < sms ? T : R;
+        const long long S = std::min(std::min((long long)n_kv, (long long)sms / left), (long long)FA8_MAX_PIECES);
+        if (S < 2) return false;
+        const long long G = T < sms ? T * S : sms;
+        items.resize(G);
+        for (long long b = 0; b < G; ++b) {
+            for (long long k = 0; k < F; ++k) items[b].push_back(item(b + k * G, 0, n_kv));
+            if (b < left * S) {
+                const long long p = b % S;
+                items[b].push_back(item(F * G + b / S, p * n_kv / S, (p + 1) * n_kv / S));
+            }
+        }
+    } else {
+        const long long head = T >= sms ? (F - 1) * sms : 0, U = (T - head) * n_kv;
+        const long long G = T >= sms ? sms : std::min<long long>(sms, U);
+        items.resize(G);
+        for (long long b = 0; b < G; ++b) {
+            for (long long k = 0; k < (T >= sms ? F - 1 : 0); ++k) items[b].push_back(item(b + k * G, 0, n_kv));
+            for (long long u = U * b / G, u1 = U * (b + 1) / G; u < u1;) {
+                const long long t = u / n_kv, e = std::min(u1, (t + 1) * n_kv);
+                items[b].push_back(item(head + t, u - t * n_kv, e - t * n_kv));
+                u = e;
+            }
+        }
     }
-    for (long long e = 0; e < R * S; ++e) {
-        int* x = out + G + 1 + entries + 4 * e;
-        const long long i = e / S, p = e % S;
-        x[0] = (int)(F * G + i);
-        x[1] = (int)(p * n_kv / S);
-        x[2] = (int)((p + 1) * n_kv / S);
-        x[3] = (int)i;
+    // pieces: numbered tile by tile, a tile's pieces in key order, so that a group's pieces are
+    // consecutive. Per piece: its tile, first and end key tile, its group (the split tile's counter),
+    // the group's first piece, the group's number of pieces.
+    std::vector<long long> split_tiles;
+    for (auto& list : items)
+        for (auto& it : list)
+            if (it.j1 - it.j0 < n_kv) split_tiles.push_back(it.t);
+    if (split_tiles.empty()) return false;
+    std::sort(split_tiles.begin(), split_tiles.end());
+    split_tiles.erase(std::unique(split_tiles.begin(), split_tiles.end()), split_tiles.end());
+    std::vector<std::vector<std::pair<int, std::pair<int, int>>>> by_tile(split_tiles.size());  // (j0, (cta, index))
+    for (size_t b = 0; b < items.size(); ++b)
+        for (size_t i = 0; i < items[b].size(); ++i) {
+            const Item& it = items[b][i];
+            if (it.j1 - it.j0 == n_kv) continue;
+            const size_t g = std::lower_bound(split_tiles.begin(), split_tiles.end(), it.t) - split_tiles.begin();
+            by_tile[g].push_back({it.j0, {(int)b, (int)i}});
+        }
+    const long long G = (long long)items.size();
+    long long entries = 0;
+    for (auto& list : items) entries += (long long)list.size();
+    std::vector<std::vector<int>> value(G);
+    for (long long b = 0; b < G; ++b) {
+        value[b].resize(items[b].size());
+        for (size_t i = 0; i < items[b].size(); ++i) value[b][i] = (int)items[b][i].t;
     }
-    *n_ints = (int)(G + 1 + entries + 4 * R * S);
-    return out;
-}
-
-// How many pieces each of the last round's tiles is split into (1: none), and the grid. Split only
-// where every tile costs the same (non-causal) and a round is left partly empty: R = T mod G tiles
-// (T < G: all T) each in S = min(key tiles, G / R, FA8_MAX_PIECES) pieces.
-static int split_pieces(long long T, int sms, int n_kv, int* G) {
-    *G = (int)(T < sms ? T : sms);
-    const long long R = T < sms ? T : T % sms;
-    if (R == 0) return 1;
-    long long S = sms / R;
-    if (S > n_kv) S = n_kv;
-    if (S > FA8_MAX_PIECES) S = FA8_MAX_PIECES;
-    if (S < 2) return 1;
-    if (T < sms) *G = (int)(T * S);
-    return (int)S;
+    std::vector<int> table;
+    int e = 0;
+    for (size_t g = 0; g < by_tile.size(); ++g) {
+        auto& ps = by_tile[g];
+        std::sort(ps.begin(), ps.end());
+        const int first = e, count = (int)ps.size();
+        for (auto& pc : ps) {
+            const Item& it = items[pc.second.first][pc.second.second];
+            table.insert(table.end(), {(int)it.t, it.j0, it.j1, (int)g, first, count});
+            value[pc.second.first][pc.second.second] = -1 - e++;
+        }
+    }
+    out.ints.assign((size_t)(G + 1 + entries), 0);
+    out.ints[0] = (int)(G + 1);
+    for (long long b = 0; b < G; ++b) out.ints[b + 1] = out.ints[b] + (int)items[b].size();
+    for (long long b = 0; b < G; ++b)
+        for (size_t i = 0; i < items[b].size(); ++i) out.ints[out.ints[b] + i] = value[b][i];
+    out.ints.insert(out.ints.end(), table.begin(), table.end());
+    out.G = (int)G;
+    out.pieces = e;
+    out.groups = (int)by_tile.size();
+    return true;
 }
 
 // The pieces' workspace (partial O, m, l per thread) and their counters, grown on demand (cudaMalloc,
@@ -973,23 +1042,40 @@ static bool split_workspace(size_t floats, size_t counters, float** ws, int** cn
 }
 #endif  // FA8_SPLIT
 
-static const int* device_plan(int D, int BH, int N, int BR, int BC, int causal, int G, int S = 1) {
-    struct Entry { int D, BH, N, BR, causal, G, S; int* dev; };
+// The plan in device memory, made and uploaded once per shape (a shape's first call pays for it:
+// make_plan on the CPU, a cudaMalloc and a cudaMemcpyAsync of (G + 1 + tiles) ints, 17 KB for the
+// benchmark shapes); 64 shapes are kept, then the oldest is replaced (its cudaFree waits for the GPU).
+// split (FA8_SPLIT builds, non-causal, two consumers): the split plan instead, G the SM count; its grid,
+// pieces and groups come back in *info (nullptr where nothing is split).
+struct PlanInfo { int G = 0, pieces = 0, groups = 0; };
+
+static const int* device_plan(int D, int BH, int N, int BR, int BC, int causal, int G, bool split = false,
+                              PlanInfo* info = nullptr) {
+    struct Entry { int D, BH, N, BR, causal, G; bool split; int* dev; PlanInfo info; };
     constexpr int CACHE = 64;
     static Entry cache[CACHE];
     static int used = 0, oldest = 0;
     for (int i = 0; i < used; ++i) {
         const Entry& e = cache[i];
-        if (e.D == D && e.BH == BH && e.N == N && e.BR == BR && e.causal == causal && e.G == G && e.S == S)
+        if (e.D == D && e.BH == BH && e.N == N && e.BR == BR && e.causal == causal && e.G == G && e.split == split) {
+            if (info) *info = e.info;
             return e.dev;
+        }
     }
     int n = 0;
+    PlanInfo made;
+    int* host = nullptr;
 #if FA8_SPLIT
-    int* host = S > 1 ? make_split_plan((long long)BH * ((N + BR - 1) / BR), G, S, (N + BC - 1) / BC, &n)
-                      : make_plan(BH, N, BR, BC, causal, G, &n);
-#else
-    int* host = make_plan(BH, N, BR, BC, causal, G, &n);
+    if (split) {
+        SplitPlan sp;
+        if (!make_split_plan((long long)BH * ((N + BR - 1) / BR), G, (N + BC - 1) / BC, sp)) return nullptr;
+        host = (int*)malloc(sizeof(int) * sp.ints.size());
+        if (host) std::copy(sp.ints.begin(), sp.ints.end(), host);
+        n = (int)sp.ints.size();
+        made = {sp.G, sp.pieces, sp.groups};
+    } else
 #endif
+    host = make_plan(BH, N, BR, BC, causal, G, &n);
     if (!host) return nullptr;
     int* dev = nullptr;
     if (cudaMalloc(&dev, sizeof(int) * (size_t)n) != cudaSuccess) { free(host); return nullptr; }
@@ -1007,7 +1093,8 @@ static const int* device_plan(int D, int BH, int N, int BR, int BC, int causal, 
         oldest = (oldest + 1) % CACHE;
         cudaFree(cache[slot].dev);
     }
-    cache[slot] = {D, BH, N, BR, causal, G, S, dev};
+    cache[slot] = {D, BH, N, BR, causal, G, split, dev, made};
+    if (info) *info = made;
     return dev;
 }
 #endif  // FA6_PERSISTENT
@@ -1027,7 +1114,6 @@ static void launch(const half* Q, const half* K, const half* V, half* O, int BH,
     const float scale_log2 = 1.4426950408889634f / sqrtf((float)D);
     const int n_qtiles = (N + C::BR - 1) / C::BR;
     const int* plan = nullptr;
-    int pieces = 1;
     float* ws = nullptr;
     int* cnt = nullptr;
     dim3 grid(n_qtiles, BH);  // step 5: one CTA per (query tile, head)
@@ -1036,16 +1122,13 @@ static void launch(const half* Q, const half* K, const half* V, half* O, int BH,
         const long long tiles = (long long)n_qtiles * BH;  // one CTA per SM, each walks its work tiles
         grid = dim3((unsigned)(tiles < sm_count() ? tiles : sm_count()));
 #if FA8_SPLIT
-        if (NC == 2 && !causal) {  // the last round split along the keys
-            int G = (int)grid.x;
-            const int S = split_pieces(tiles, sm_count(), (N + C::BC - 1) / C::BC, &G);
-            const long long left = tiles < sm_count() ? tiles : tiles % sm_count();
-            if (S > 1 && split_workspace((size_t)left * S * NC * (D / 2 + 4) * 128, (size_t)left * NC, &ws, &cnt)) {
-                plan = device_plan(D, BH, N, C::BR, C::BC, causal, G, S);
-                if (plan != nullptr) {
-                    grid = dim3((unsigned)G);
-                    pieces = S;
-                }
+        if (NC == 2 && !causal) {  // what is left after the full rounds, split along the keys
+            PlanInfo info;
+            const int* split = device_plan(D, BH, N, C::BR, C::BC, causal, sm_count(), true, &info);
+            if (split != nullptr && split_workspace((size_t)info.pieces * NC * (D / 2 + 4) * 128,
+                                                    (size_t)info.groups * NC, &ws, &cnt)) {
+                plan = split;
+                grid = dim3((unsigned)info.G);
             }
         }
         if (plan == nullptr)
@@ -1054,8 +1137,7 @@ static void launch(const half* Q, const half* K, const half* V, half* O, int BH,
         if (plan == nullptr) grid = dim3((unsigned)tiles);  // no plan: one tile per CTA, as step 5
     }
 #endif
-    attn_fwd<D, NC, PERSIST><<<grid, C::THREADS, C::SMEM>>>(mq, mk, mv, O, N, causal, scale_log2, BH, plan,
-                                                           pieces, ws, cnt);
+    attn_fwd<D, NC, PERSIST><<<grid, C::THREADS, C::SMEM>>>(mq, mk, mv, O, N, causal, scale_log2, BH, plan, ws, cnt);
 }
 
 // Persistent or step 5's kernel. FA6_PERSISTENT = 1: persistent at D = 64 (it measured 0.88-1.00x

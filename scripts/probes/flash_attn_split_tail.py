@@ -3,8 +3,9 @@
     python3 scripts/probes/flash_attn_split_tail.py [--out DIR]
 
 Builds five libraries with the judge's nvcc flags into DIR (default: a temporary folder): step 7
-(reference_solutions/flash_attn/07_lean_tiles.cu), the experiment, and the experiment with
-FA8_MAX_PIECES = 4, 2 and FA8_SPLIT = 0. Checks each against SDPA's math backend in fp32 (the
+(reference_solutions/flash_attn/07_lean_tiles.cu), and the experiment with its stream-K tail
+(FA8_SPLIT = 2, the default), with the last round split (FA8_SPLIT = 1, at most 8 and 4 pieces a
+tile) and with no split (FA8_SPLIT = 0). Checks each against SDPA's math backend in fp32 (the
 problem's atol 2e-3 + rtol 5e-3) on 16 shapes, 12 of them split on 132 SMs, three calls each, then
 once more in reverse order (the workspace and the counters reused across shapes). Then times the
 six shapes at N = 1024 and 4096 with CUDA events after a 256 MB L2 flush, six rounds of 25 calls
@@ -26,12 +27,13 @@ FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "-c
          "-DNVTX_DISABLE", "-gencode", "arch=compute_90a,code=sm_90a"]
 STEP7 = ROOT / "reference_solutions" / "flash_attn" / "07_lean_tiles.cu"
 SPLIT = ROOT / "scripts" / "probes" / "flash_attn_split_tail.cu"
-BUILDS = {"07": (STEP7, []), "split": (SPLIT, []), "split_p4": (SPLIT, ["-DFA8_MAX_PIECES=4"]),
-          "split_p2": (SPLIT, ["-DFA8_MAX_PIECES=2"]), "split_off": (SPLIT, ["-DFA8_SPLIT=0"])}
+BUILDS = {"07": (STEP7, []), "split": (SPLIT, []), "split_last": (SPLIT, ["-DFA8_SPLIT=1"]),
+          "split_last_p4": (SPLIT, ["-DFA8_SPLIT=1", "-DFA8_MAX_PIECES=4"]), "split_off": (SPLIT, ["-DFA8_SPLIT=0"])}
 CHECK = [(1, 17, 1000, 64, 0), (1, 5, 1000, 128, 0), (1, 9, 2048, 128, 0), (1, 2, 1000, 128, 0), (1, 2, 129, 64, 0),
          (2, 3, 1000, 64, 0), (1, 133, 1000, 64, 0), (4, 35, 1000, 128, 0), (3, 50, 2048, 128, 0),
          (1, 3, 1531, 64, 0), (16, 32, 1024, 128, 0), (16, 32, 1024, 64, 0),  # split on 132 SMs
          (1, 1, 1, 64, 0), (1, 3, 1531, 128, 1), (2, 2, 4099, 64, 0), (1, 1, 17, 128, 0)]  # not split
+# (split on 132 SMs by FA8_SPLIT = 1; FA8_SPLIT = 2 splits the first twelve too, and more of their tiles)
 TIME = [(16, 32, 1024, 64, 0), (16, 32, 1024, 128, 0), (16, 32, 1024, 64, 1), (16, 32, 1024, 128, 1),
         (4, 32, 4096, 128, 0), (4, 32, 4096, 64, 1)]
 
@@ -134,7 +136,8 @@ def time_all(torch, libs) -> None:
                     times[n].append(a.elapsed_time(b))
         med = {n: statistics.median(t) for n, t in times.items()}
         print(f"B,H,N,D,causal={sh} ms: " + "  ".join(f"{n} {m:.4f}" for n, m in med.items())
-              + f"  | split/07 {med['split'] / med['07']:.4f}  split/split_off {med['split'] / med['split_off']:.4f}"
+              + f"  | split/07 {med['split'] / med['07']:.4f}  split_last/07 {med['split_last'] / med['07']:.4f}"
+              + f"  split/split_off {med['split'] / med['split_off']:.4f}"
               + f"  cudnn/split {med['cudnn'] / med['split']:.4f}", flush=True)
 
 
