@@ -43,10 +43,11 @@
 // Measured, the first version (FA8_SPLIT = 1 only; NVIDIA H200, driver 580.159.04, torch 2.11.0+cu130,
 // 2026-11-29, one call each): correct (16 shapes, 12 of them split, each 3 times, then in reverse
 // order; 5 builds; compute-sanitizer memcheck 0 errors on 4 split shapes); `judge submit` ACCEPTED with
-// the problem's three tests added for it; but `judge compare` against step 7 SLOWER on every shape of
-// the persistent kernel, non-causal and causal alike: 1.041-1.055× at N = 1024, 1.013 / 1.058 at N =
-// 4096 with D = 64, 1.011 / 1.015 at N = 16384 with D = 64; SAME (1.000-1.004) where D = 128 runs step
-// 5's kernel. Where three consumers run (D = 64 non-causal from N = 4096, causal at 16384) the loop is
+// three tests added to problem.yaml for the run ({B, H, N, D} = {1, 17, 1000, 64}, {1, 5, 1000, 128},
+// {1, 9, 2048, 128}, non-causal; out again until `judge verify` runs them on every answer); but
+// `judge compare` against step 7 SLOWER on every shape of the persistent kernel, non-causal and causal
+// alike: 1.041-1.055× at N = 1024, 1.013 / 1.058 at N = 4096 with D = 64, 1.011 / 1.015 at N = 16384
+// with D = 64; SAME (1.000-1.004) where D = 128 runs step 5's kernel. Where three consumers run (D = 64 non-causal from N = 4096, causal at 16384) the loop is
 // 579 instructions against step 7's 576 and the 1.1-1.5% is not explained.
 // Causal tiles are never split, so the cost was in the loop: its SASS had 678 instructions per key
 // tile at D = 128 against step 7's 649, with 39 R2UR (the K/V descriptors moved from vector to uniform
