@@ -276,6 +276,9 @@ class Header:
     started: str | None = None
     finished: str | None = None
     host: str | None = None
+    # Where a run was stopped (SIGTERM, Ctrl-C) before it measured everything: what it was doing. Its
+    # JSON and table keep what was measured; the rest reads n/a ("not profiled", "not replayed").
+    cut_off: str | None = None
 
 
 def beside(parts: Sequence[Header]) -> list[list[int]]:
@@ -325,6 +328,10 @@ def _at(h: Header) -> str:
     return f"{h.date}" + (f" at {h.commit}" if h.commit else "")
 
 
+def _cut(h: Header) -> str:
+    return f"; **cut off** {h.cut_off}, what it had not measured reads n/a" if h.cut_off else ""
+
+
 def same_gpu(a: Header, b: Header) -> bool:
     gpu = a.environment.get("gpu_uuid")
     return gpu is not None and b.environment.get("gpu_uuid") == gpu
@@ -356,12 +363,13 @@ def render(parts: Header | Sequence[Header], rows: Sequence[Row]) -> str:
     how = (f"torch's CUDA start (`python3 -c \"{TORCH_START}\"`, once with the file cache warmed, then before "
            f"each pair of a `judge submit` and a `judge test`; (d) and (e) hold each run against its pair's start)")
     if len(parts) == 1:
-        lines = [f"{device}; measured {_at(h)} with", "", "```bash", h.command, "```", "", f"{how}: {_start(h)}."]
+        lines = [f"{device}; measured {_at(h)} with", "", "```bash", h.command, "```", "",
+                 f"{how}: {_start(h)}{_cut(h)}."]
     else:
         lines = [f"{device}; measured in {len(parts)} parts, each row from its own part's numbers ({how}):", ""]
         others = beside(parts)
         lines += [f"- [{i + 1}] {_at(p)}: `{p.command}`; torch's start {_start(p)}" + _beside(p, parts, others[i])
-                  for i, p in enumerate(parts)]
+                  + _cut(p) for i, p in enumerate(parts)]
         lines.append("")
     runs = _count(parts, "runs")
     lines += [

@@ -55,14 +55,20 @@ one setup (GPU, driver, CUDA, nvcc, torch); an answer measured in two parts keep
 stdout: a markdown table headed by the device, driver, CUDA, torch and the date, ready for
 docs/benchmarks.md; `--json FILE` keeps every raw number. Progress goes to stderr. The subprocesses
 and the profiles run first, the CUDA graphs last (so no CUDA context of this process sits beside a
-judged run). Exit status 0 when every measured target is met, 1 when one is not, 2 on a bad
-command line. GPU 0 unless `--device N` (nvidia-smi's numbering).
+judged run). Exit status 0 when every measured target is met, 1 when one is not or the run was
+stopped before it measured everything (`--merge`: a part was), 2 on a bad command line. GPU 0 unless
+`--device N` (nvidia-smi's numbering).
+
+Stopped by SIGTERM (`timeout`) or Ctrl-C, a run keeps what it measured: the table and `--json` hold
+every submit, test, profile and replay done by then, the rest reads n/a, and the header says what it
+was measuring when it was stopped (`cut_off`; `--merge` repeats it on the part's line).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -187,7 +193,7 @@ def merge_main(files: Sequence[Path]) -> int:
         return 2
     print(render(headers, rows), end="")
     _, failed, _ = tally(rows)
-    return 1 if failed else 0
+    return 1 if failed or any(h.cut_off for h in headers) else 0
 
 
 def git_commit() -> str | None:
@@ -483,38 +489,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch_start_s = timed_start(starts, warm=True)
     if torch_start_s is not None:
         log(f"torch's CUDA start: {torch_start_s:.2f} s")
-    raws = []
-    for p, answers in plan:
-        for ans in answers:
-            raw = AnswerRaw(p.name, p.spec.level, str(ans.relative_to(ROOT) if ans.is_relative_to(ROOT) else ans),
-                            [workload_id(w) for w in p.spec.benchmarks], [b.name for b in p.baselines])
-            for i in range(a.runs):
-                start = timed_start(starts, warm=False)  # paired with the submit and the test after it: `excess_s`
-                for what, run, into in (("submit", run_submit, raw.submits), ("test", run_test, raw.tests)):
-                    s = run(p, ans)
-                    s.torch_start_s = start
-                    log(f"{p.name} {ans.name} {what} {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
-                        + (f" ({short(s.message)})" if not s.accepted else "")
-                        + (f", torch's start before the pair: {start:.2f} s" if start is not None else ""))
-                    into.append(s)
-            if a.walls_only:
-                raw.ncu = [NcuShape(w, 0, error="--walls-only") for w in raw.workloads]
-                raws.append(raw)
-                continue
-            for i in range(len(p.spec.benchmarks)):
-                n = run_profile(p, ans, i, a.ncu_calls, timed_picks(raw.submits, raw.workloads[i]))
-                log(f"{p.name} {ans.name} profile {n.workload}: "
-                    + (f"{n.ms:.4f} ms per call, {len(n.kernels)} kernels" if n.ms is not None else f"n/a ({n.error})"))
-                raw.ncu.append(n)
-            raws.append(raw)
+    raws: list[AnswerRaw] = []
     graphs: dict[str, Graphs] = {}
-    for p, _ in plan:
-        if a.walls_only:
-            graphs[p.name] = {workload_id(w): {b.name: GraphTiming(error="--walls-only") for b in p.baselines}
-                              for w in p.spec.benchmarks}
-            continue
-        log(f"{p.name}: CUDA-graph replays of the baselines")
-        graphs[p.name] = graph_timings(p, a.replays)
+    doing = ["starting"]  # what the run is measuring, for the header if it is stopped there
+    cut_off = None
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        measure(a, plan, starts, raws, graphs, doing)
+    except Stopped as e:
+        cut_off = f"by {e.signal_name} during {doing[0]}"
+        log(f"stopped {cut_off}: writing what was measured")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     torch_start_s = statistics.median(starts) if starts else None
     rows = [r for raw in raws for r in build_rows(raw, graphs.get(raw.problem, {}), torch_start_s, a.runs)]
     header = Header(environment=environment_of(raws) or torch_environment(),
@@ -523,7 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       *(sys.argv[1:] if argv is None else argv)]),
                     torch_start_s=torch_start_s, runs=a.runs, replays=a.replays, ncu_calls=a.ncu_calls,
                     torch_starts=starts, commit=git_commit(), started=started.isoformat(timespec="seconds"),
-                    finished=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=socket.gethostname())
+                    finished=datetime.now(timezone.utc).isoformat(timespec="seconds"), host=socket.gethostname(),
+                    cut_off=cut_off)
     print(render(header, rows), end="")
     if a.json:
         a.json.write_text(json.dumps({"header": asdict(header), "answers": [asdict(r) for r in raws],
@@ -532,7 +520,59 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       "rows": [asdict(r) for r in rows]}, indent=1))
         log(f"raw numbers: {a.json}")
     _, failed, _ = tally(rows)
-    return 1 if failed else 0
+    return 1 if failed or cut_off else 0
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT arrived: stop measuring, keep what was measured."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def _stop(signum: int, _frame: Any) -> None:
+    # raised where the run is, a `judge` subprocess's wait included (subprocess.run kills its child)
+    raise Stopped(signal.Signals(signum).name)
+
+
+def measure(a: argparse.Namespace, plan: Sequence[tuple[Problem, Sequence[Path]]], starts: list[float],
+            raws: list[AnswerRaw], graphs: dict[str, Graphs], doing: list[str]) -> None:
+    """The runs, profiles and replays of every planned answer, into `raws` and `graphs` as they come
+    (so that a stopped run keeps them); `doing[0]` says what is being measured."""
+    for p, answers in plan:
+        for ans in answers:
+            raw = AnswerRaw(p.name, p.spec.level, str(ans.relative_to(ROOT) if ans.is_relative_to(ROOT) else ans),
+                            [workload_id(w) for w in p.spec.benchmarks], [b.name for b in p.baselines])
+            raws.append(raw)
+            for i in range(a.runs):
+                doing[0] = f"{p.name} {ans.name}'s torch start {i + 1}/{a.runs}"
+                start = timed_start(starts, warm=False)  # paired with the submit and the test after it: `excess_s`
+                for what, run, into in (("submit", run_submit, raw.submits), ("test", run_test, raw.tests)):
+                    doing[0] = f"{p.name} {ans.name}'s {what} {i + 1}/{a.runs}"
+                    s = run(p, ans)
+                    s.torch_start_s = start
+                    log(f"{p.name} {ans.name} {what} {i + 1}/{a.runs}: {s.status} in {s.subprocess_s:.1f} s"
+                        + (f" ({short(s.message)})" if not s.accepted else "")
+                        + (f", torch's start before the pair: {start:.2f} s" if start is not None else ""))
+                    into.append(s)
+            if a.walls_only:
+                raw.ncu = [NcuShape(w, 0, error="--walls-only") for w in raw.workloads]
+                continue
+            for i in range(len(p.spec.benchmarks)):
+                doing[0] = f"{p.name} {ans.name}'s profile of {raw.workloads[i]}"
+                n = run_profile(p, ans, i, a.ncu_calls, timed_picks(raw.submits, raw.workloads[i]))
+                log(f"{p.name} {ans.name} profile {n.workload}: "
+                    + (f"{n.ms:.4f} ms per call, {len(n.kernels)} kernels" if n.ms is not None else f"n/a ({n.error})"))
+                raw.ncu.append(n)
+    for p, _ in plan:
+        if a.walls_only:
+            graphs[p.name] = {workload_id(w): {b.name: GraphTiming(error="--walls-only") for b in p.baselines}
+                              for w in p.spec.benchmarks}
+            continue
+        doing[0] = f"{p.name}'s CUDA-graph replays"
+        log(f"{p.name}: CUDA-graph replays of the baselines")
+        graphs[p.name] = graph_timings(p, a.replays)
 
 
 def torch_environment() -> dict[str, Any]:

@@ -7,6 +7,7 @@ import importlib.util
 import inspect
 import json
 import math
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -718,3 +719,33 @@ def test_merge_of_parts_without_times_says_nothing_of_overlap(monkeypatch, capsy
     ft.main(["--merge", str(a), str(b)])
     out = capsys.readouterr().out
     assert "- [1] " in out and "ran on" not in out
+
+
+def test_a_run_stopped_by_sigterm_keeps_what_it_measured(monkeypatch, capsys, tmp_path):
+    """`timeout` (or Ctrl-C) ending a part: its submits and tests so far are written, the header says
+    where it was stopped, what it had not measured reads n/a, and the exit status is 1."""
+    calls = _fake_gpu(monkeypatch)
+    measured_submit = ft.run_submit
+
+    def submit_then_sigterm(problem, answer):
+        if calls["submit"] == 2:  # the third submit: the signal arrives while it runs
+            handler = signal.getsignal(signal.SIGTERM)
+            assert handler is ft._stop and signal.getsignal(signal.SIGINT) is ft._stop
+            handler(signal.SIGTERM, None)  # what the signal would call (a real one could end pytest itself)
+        return measured_submit(problem, answer)
+    monkeypatch.setattr(ft, "run_submit", submit_then_sigterm)
+    out = tmp_path / "cut.json"
+    before = signal.getsignal(signal.SIGTERM)
+    assert ft.main(["--problems", "vector_add", "--runs", "3", "--json", str(out)]) == 1
+    captured = capsys.readouterr()
+    raw = json.loads(out.read_text())
+    assert raw["header"]["cut_off"] == "by SIGTERM during vector_add 02_float4.cu's submit 3/3"
+    assert [len(a["submits"]) for a in raw["answers"]] == [2]  # the one answer begun, two runs of it
+    assert calls["profile"] == [] and calls["graphs"] == 0
+    rows = [ln for ln in captured.out.splitlines() if ln.startswith("| vector_add")]
+    assert rows and all("n/a (not profiled)" in r and "n/a (not replayed)" in r for r in rows)
+    assert "**cut off** by SIGTERM during vector_add 02_float4.cu's submit 3/3" in captured.out
+    assert "stopped by SIGTERM" in captured.err
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone with the run
+    assert ft.main(["--merge", str(out)]) == 1
+    assert "**cut off** by SIGTERM" in capsys.readouterr().out
