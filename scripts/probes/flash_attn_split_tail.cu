@@ -967,53 +967,38 @@ static bool make_split_plan(long long T, int sms, int n_kv, SplitPlan& out) {
             }
         }
     }
-    // pieces: numbered tile by tile, a tile's pieces in key order, so that a group's pieces are
-    // consecutive. Per piece: its tile, first and end key tile, its group (the split tile's counter),
-    // the group's first piece, the group's number of pieces.
-    std::vector<long long> split_tiles;
-    for (auto& list : items)
-        for (auto& it : list)
-            if (it.j1 - it.j0 < n_kv) split_tiles.push_back(it.t);
-    if (split_tiles.empty()) return false;
-    std::sort(split_tiles.begin(), split_tiles.end());
-    split_tiles.erase(std::unique(split_tiles.begin(), split_tiles.end()), split_tiles.end());
-    std::vector<std::vector<std::pair<int, std::pair<int, int>>>> by_tile(split_tiles.size());  // (j0, (cta, index))
-    for (size_t b = 0; b < items.size(); ++b)
-        for (size_t i = 0; i < items[b].size(); ++i) {
-            const Item& it = items[b][i];
-            if (it.j1 - it.j0 == n_kv) continue;
-            const size_t g = std::lower_bound(split_tiles.begin(), split_tiles.end(), it.t) - split_tiles.begin();
-            by_tile[g].push_back({it.j0, {(int)b, (int)i}});
-        }
+    // The pieces, numbered as the CTAs list them: both plans list them tile by tile and, within a tile,
+    // in key order, so a tile's pieces are consecutive, one group (its counter). Per piece: its tile,
+    // first and end key tile, its group, the group's first piece, the group's number of pieces.
     const long long G = (long long)items.size();
-    long long entries = 0;
-    for (auto& list : items) entries += (long long)list.size();
-    std::vector<std::vector<int>> value(G);
-    for (long long b = 0; b < G; ++b) {
-        value[b].resize(items[b].size());
-        for (size_t i = 0; i < items[b].size(); ++i) value[b][i] = (int)items[b][i].t;
-    }
-    std::vector<int> table;
-    int e = 0;
-    for (size_t g = 0; g < by_tile.size(); ++g) {
-        auto& ps = by_tile[g];
-        std::sort(ps.begin(), ps.end());
-        const int first = e, count = (int)ps.size();
-        for (auto& pc : ps) {
-            const Item& it = items[pc.second.first][pc.second.second];
-            table.insert(table.end(), {(int)it.t, it.j0, it.j1, (int)g, first, count});
-            value[pc.second.first][pc.second.second] = -1 - e++;
-        }
-    }
-    out.ints.assign((size_t)(G + 1 + entries), 0);
+    out.ints.assign((size_t)G + 1, 0);
     out.ints[0] = (int)(G + 1);
-    for (long long b = 0; b < G; ++b) out.ints[b + 1] = out.ints[b] + (int)items[b].size();
-    for (long long b = 0; b < G; ++b)
-        for (size_t i = 0; i < items[b].size(); ++i) out.ints[out.ints[b] + i] = value[b][i];
+    std::vector<int> table, group_size;
+    long long group_tile = -1;
+    int e = 0, first = 0;
+    for (long long b = 0; b < G; ++b) {
+        for (const Item& it : items[b]) {
+            if (it.j1 - it.j0 == n_kv) {
+                out.ints.push_back((int)it.t);
+                continue;
+            }
+            if (it.t != group_tile) {
+                group_tile = it.t;
+                first = e;
+                group_size.push_back(0);
+            }
+            ++group_size.back();
+            table.insert(table.end(), {(int)it.t, it.j0, it.j1, (int)group_size.size() - 1, first, 0});
+            out.ints.push_back(-1 - e++);
+        }
+        out.ints[b + 1] = (int)out.ints.size();
+    }
+    if (e == 0) return false;
+    for (int p = 0; p < e; ++p) table[6 * p + 5] = group_size[table[6 * p + 3]];
     out.ints.insert(out.ints.end(), table.begin(), table.end());
     out.G = (int)G;
     out.pieces = e;
-    out.groups = (int)by_tile.size();
+    out.groups = (int)group_size.size();
     return true;
 }
 
