@@ -2,15 +2,17 @@
 
     python3 scripts/probes/flash_attn_split_tail.py [--out DIR]
 
-Builds five libraries with the judge's nvcc flags into DIR (default: a temporary folder): step 7
+Builds four libraries with the judge's nvcc flags into DIR (default: a temporary folder): step 7
 (reference_solutions/flash_attn/07_lean_tiles.cu), and the experiment with its stream-K tail
-(FA8_SPLIT = 2, the default), with the last round split (FA8_SPLIT = 1, at most 8 and 4 pieces a
-tile) and with no split (FA8_SPLIT = 0). Checks each against SDPA's math backend in fp32 (the
+(FA8_SPLIT = 2, the default), the same at D = 128 only (FA8_SPLIT_MIN_D = 128), and with the last
+round split (FA8_SPLIT = 1). Where the experiment does not split it runs step 7's kernels, the same
+machine code (the .cu's header). Checks each against SDPA's math backend in fp32 (the
 problem's atol 2e-3 + rtol 5e-3) on 16 shapes, 12 of them split on 132 SMs, three calls each, then
 once more in reverse order (the workspace and the counters reused across shapes). Then times the
 six shapes at N = 1024 and 4096 with CUDA events after a 256 MB L2 flush, six rounds of 25 calls
-interleaved across the builds and cuDNN (SDPA), and prints the medians. Not the judge (use `judge
-compare` for a verdict): it separates the split's effect (FA8_SPLIT = 0) from the rest.
+interleaved across the builds and cuDNN (SDPA), and prints the medians. Not the judge: its medians
+differ by up to 1.6% between builds of the same kernel (H200, 2026-11-29); `judge compare` gives the
+verdict.
 """
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "-c
          "-DNVTX_DISABLE", "-gencode", "arch=compute_90a,code=sm_90a"]
 STEP7 = ROOT / "reference_solutions" / "flash_attn" / "07_lean_tiles.cu"
 SPLIT = ROOT / "scripts" / "probes" / "flash_attn_split_tail.cu"
-BUILDS = {"07": (STEP7, []), "split": (SPLIT, []), "split_last": (SPLIT, ["-DFA8_SPLIT=1"]),
-          "split_last_p4": (SPLIT, ["-DFA8_SPLIT=1", "-DFA8_MAX_PIECES=4"]), "split_off": (SPLIT, ["-DFA8_SPLIT=0"])}
+BUILDS = {"07": (STEP7, []), "split": (SPLIT, []), "split_d128": (SPLIT, ["-DFA8_SPLIT_MIN_D=128"]),
+          "split_last": (SPLIT, ["-DFA8_SPLIT=1"])}
 CHECK = [(1, 17, 1000, 64, 0), (1, 5, 1000, 128, 0), (1, 9, 2048, 128, 0), (1, 2, 1000, 128, 0), (1, 2, 129, 64, 0),
          (2, 3, 1000, 64, 0), (1, 133, 1000, 64, 0), (4, 35, 1000, 128, 0), (3, 50, 2048, 128, 0),
          (1, 3, 1531, 64, 0), (16, 32, 1024, 128, 0), (16, 32, 1024, 64, 0),  # split on 132 SMs
@@ -45,7 +47,7 @@ def fail(msg: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, help="folder for the five libraries (default: a temporary one)")
+    ap.add_argument("--out", type=Path, help="folder for the four libraries (default: a temporary one)")
     args = ap.parse_args()
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is not a folder")
@@ -136,9 +138,9 @@ def time_all(torch, libs) -> None:
                     times[n].append(a.elapsed_time(b))
         med = {n: statistics.median(t) for n, t in times.items()}
         print(f"B,H,N,D,causal={sh} ms: " + "  ".join(f"{n} {m:.4f}" for n, m in med.items())
-              + f"  | split/07 {med['split'] / med['07']:.4f}  split_last/07 {med['split_last'] / med['07']:.4f}"
-              + f"  split/split_off {med['split'] / med['split_off']:.4f}"
-              + f"  cudnn/split {med['cudnn'] / med['split']:.4f}", flush=True)
+              + f"  | split/07 {med['split'] / med['07']:.4f}  split_d128/07 {med['split_d128'] / med['07']:.4f}"
+              + f"  split_last/07 {med['split_last'] / med['07']:.4f}  cudnn/split {med['cudnn'] / med['split']:.4f}",
+              flush=True)
 
 
 if __name__ == "__main__":
