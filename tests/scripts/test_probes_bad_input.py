@@ -37,6 +37,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["event_window.py", "{bad}"], "is not event_window.cu built"),
     (["event_window.py", "{libm}"], "is not event_window.cu built"),
     (["flash_attn_split_tail.py", "--out", "{bad}"], "is not a folder"),
+    (["l2_state.py", "no_such_problem", "{bad}"], "no such problem: no_such_problem"),
+    (["l2_state.py", "softmax", "{missing}"], "no such library"),
+    (["l2_state.py", "softmax", "{bad}", "--calls", "0"], "--calls 0: from 1 to 1000"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"

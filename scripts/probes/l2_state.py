@@ -1,0 +1,127 @@
+"""Does the state the L2 cache is left in before a call change a kernel's time? (issue 17 (a))
+
+    python3 scripts/probes/l2_state.py PROBLEM LIBRARY.so [--calls 30] [--profiled]
+
+fair_timing.py's (a) compares the judge's median with Nsight Compute's kernel duration. The judge
+opens every timed call after a read of 256 MiB (docs/timing.md): L2 then holds clean lines of that
+buffer. Nsight Compute's default (`--cache-control all`) invalidates the caches before each kernel it
+profiles: L2 empty. softmax's `03_row_in_registers.cu` (evict-first loads and stores) measured 2.5-3.5%
+over Nsight Compute with CUDA events in the judge and in ipc_mapping.py alike, where other answers of
+its length agree within 0.2% (docs/benchmarks.md). This times solve() of a native model answer (built
+as `judge` builds it) on every benchmark shape of PROBLEM, in one process on its own buffers (the
+problem's generators' inputs), with CUDA events, after each of these, rounds interleaved, the median:
+  - read:  a read of 256 MiB (the judge's flush: L2 clean, full of another buffer);
+  - write: a write of 256 MiB (L2 full of dirty lines of another buffer, written back during the call);
+  - none:  nothing (the previous call's lines stay: the inputs, if they fit, and the dirty outputs).
+`--profiled` runs each way's calls between cudaProfilerStart and Stop, one way at a time in the
+order above, for Nsight Compute, e.g.
+
+    ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \\
+        python3 scripts/probes/l2_state.py softmax 03.so --calls 5 --profiled
+
+whose durations, in the order read / write / none per shape, can be set beside these (and beside
+`--cache-control all`). Prints a markdown table; on bad input one line and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+FLUSH_BYTES = 256 << 20
+WAYS = ("read", "write", "none")
+
+
+def fail(msg: str) -> None:
+    print(f"l2_state.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("problem", help="a problem's name (a folder of problems/)")
+    ap.add_argument("library", type=Path, help="a native model answer built as judge builds it (.so)")
+    ap.add_argument("--calls", type=int, default=30, help="timed calls per way and shape (default 30)")
+    ap.add_argument("--profiled", action="store_true", help="bracket each way's calls for Nsight Compute")
+    args = ap.parse_args(argv)
+    if not (ROOT / "problems" / args.problem / "problem.yaml").is_file():
+        fail(f"no such problem: {args.problem}")
+    if not args.library.is_file():
+        fail(f"no such library: {args.library}")
+    if not 1 <= args.calls <= 1000:
+        fail(f"--calls {args.calls}: from 1 to 1000")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    import torch  # after the command line: a usage error needs no CUDA
+
+    if not torch.cuda.is_available():
+        fail("no CUDA device answered (this probe runs on a GPU machine)")
+    from judge.gpu.cudart import Runtime
+    from judge.gpu.devmem import tensor_at
+    from judge.problem import spec, workloads
+    from judge.runner.profile_target import solve_call
+
+    rt = Runtime()
+    torch.zeros(1, device="cuda")
+    problem = spec.load_problem(ROOT / "problems" / args.problem)
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    preludes = {"read": lambda: flush.sum(), "write": lambda: flush.fill_(1), "none": lambda: None}
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {args.library.name}; "
+          f"median of {args.calls} calls, ms, CUDA events")
+    print("| shape | " + " | ".join(f"after {w}" for w in WAYS) + " | write / read | none / read |")
+    print("|---" * (len(WAYS) + 3) + "|")
+    for w in problem.spec.benchmarks:
+        w = dict(w)
+        tensors, ptrs = {}, []
+        for t in problem.tensors:
+            shape = tuple(problem.shape_of(t.name, w))
+            dtype = t.ctype.element.dtype
+            n = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            for d in shape:
+                n *= d
+            ptrs.append(rt.malloc(max(n, 1)))
+            tensors[t.name] = tensor_at(ptrs[-1], max(n, 1), dtype, shape)
+        workloads.fill_inputs(problem, w, tensors, secret=0, phase="probe")
+        call = solve_call(problem, "native", str(args.library), tensors, w)
+        for _ in range(3):
+            call()
+        times: dict[str, list[float]] = {k: [] for k in WAYS}
+        if args.profiled:  # one way at a time, so that the profile's kernels come in WAYS' order
+            torch.cuda.synchronize()
+            for k in WAYS:
+                torch.cuda.profiler.start()
+                for _ in range(args.calls):
+                    times[k].append(timed(torch, preludes[k], call))
+                torch.cuda.profiler.stop()
+        else:
+            for _ in range(args.calls):
+                for k in WAYS:
+                    times[k].append(timed(torch, preludes[k], call))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"| {spec.workload_id(w)} | " + " | ".join(f"{med[k]:.4f}" for k in WAYS)
+              + f" | {med['write'] / med['read']:.3f} | {med['none'] / med['read']:.3f} |", flush=True)
+        torch.cuda.synchronize()
+        del tensors, call
+        for ptr in ptrs:
+            rt.free(ptr)
+
+
+def timed(torch, prelude, call) -> float:
+    prelude()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    call()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e)
+
+
+if __name__ == "__main__":
+    main()
