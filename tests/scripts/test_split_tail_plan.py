@@ -122,7 +122,8 @@ def test_a_plan_that_drops_or_repeats_a_key_tile_is_caught(tmp_path, mode, old, 
 
 def kernels(sass_text: str) -> dict[str, list[str]]:
     """`cuobjdump -sass` text → {kernel's template arguments (D, NC, PERSIST): its instructions, each
-    as printed with its encoding}; the split kernels (a fourth argument, true) apart under 'split'."""
+    as printed with both 64-bit words of its encoding (the second holds ptxas's scheduling: stall
+    counts, barriers, reuse)}; the split kernels (a fourth argument, true) apart under 'split'."""
     out: dict[str, list[str]] = {}
     name = None
     for line in sass_text.splitlines():
@@ -137,6 +138,10 @@ def kernels(sass_text: str) -> dict[str, list[str]]:
         m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?;\s*/\* 0x[0-9a-f]{16} \*/)", line)
         if m and name:
             out[name].append(m.group(1))
+            continue
+        m = re.match(r"\s*(/\* 0x[0-9a-f]{16} \*/)\s*$", line)  # the second word: stalls, barriers, reuse
+        if m and name and out[name]:
+            out[name][-1] += " " + m.group(1)
     return out
 
 
