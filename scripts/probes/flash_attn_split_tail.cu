@@ -1050,7 +1050,7 @@ static bool make_split_plan(long long T, int sms, int n_kv, SplitPlan& out) {
 // The pieces' workspace (partial O, m, l per thread) and their counters, grown on demand (cudaMalloc,
 // the counters zeroed on the launch's stream); each tile's last piece sets its counter back to 0.
 // One workspace for every call: solve() runs its calls one after another on the legacy stream. The
-// kernel finds them in g_split_ws and g_split_cnt, set on that stream whenever they move.
+// kernel finds them in g_split_ws and g_split_cnt, set on that stream where they are allocated.
 static bool split_workspace(size_t floats, size_t counters) {
     static float* w = nullptr;
     static int* c = nullptr;
@@ -1059,23 +1059,18 @@ static bool split_workspace(size_t floats, size_t counters) {
         if (w) cudaFree(w);
         w = nullptr; w_cap = 0;
         if (cudaMalloc(&w, floats * sizeof(float)) != cudaSuccess) { w = nullptr; return false; }
+        if (cudaMemcpyToSymbolAsync(g_split_ws, &w, sizeof(w), 0, cudaMemcpyHostToDevice, 0) != cudaSuccess) return false;
         w_cap = floats;
     }
     if (counters > c_cap) {
         if (c) cudaFree(c);
         c = nullptr; c_cap = 0;
         if (cudaMalloc(&c, counters * sizeof(int)) != cudaSuccess) { c = nullptr; return false; }
-        if (cudaMemsetAsync(c, 0, counters * sizeof(int), 0) != cudaSuccess) { cudaFree(c); c = nullptr; return false; }
+        if (cudaMemsetAsync(c, 0, counters * sizeof(int), 0) != cudaSuccess ||
+            cudaMemcpyToSymbolAsync(g_split_cnt, &c, sizeof(c), 0, cudaMemcpyHostToDevice, 0) != cudaSuccess) {
+            cudaFree(c); c = nullptr; return false;
+        }
         c_cap = counters;
-    }
-    static float* w_set = nullptr;
-    static int* c_set = nullptr;
-    if (w != w_set || c != c_set) {
-        if (cudaMemcpyToSymbolAsync(g_split_ws, &w, sizeof(w), 0, cudaMemcpyHostToDevice, 0) != cudaSuccess ||
-            cudaMemcpyToSymbolAsync(g_split_cnt, &c, sizeof(c), 0, cudaMemcpyHostToDevice, 0) != cudaSuccess)
-            return false;
-        w_set = w;
-        c_set = c;
     }
     return true;
 }

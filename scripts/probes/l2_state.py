@@ -63,13 +63,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if not torch.cuda.is_available():
         fail("no CUDA device answered (this probe runs on a GPU machine)")
-    from judge.gpu.cudart import Runtime
-    from judge.gpu.devmem import tensor_at
     from judge.problem import spec, workloads
     from judge.runner.profile_target import solve_call
 
-    rt = Runtime()
-    torch.zeros(1, device="cuda")
     problem = spec.load_problem(ROOT / "problems" / args.problem)
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     preludes = {"read": lambda: flush.sum(), "write": lambda: flush.fill_(1), "none": lambda: None}
@@ -79,15 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     print("|---" * (len(WAYS) + 3) + "|")
     for w in problem.spec.benchmarks:
         w = dict(w)
-        tensors, ptrs = {}, []
-        for t in problem.tensors:
-            shape = tuple(problem.shape_of(t.name, w))
-            dtype = t.ctype.element.dtype
-            n = torch.empty((), dtype=getattr(torch, dtype)).element_size()
-            for d in shape:
-                n *= d
-            ptrs.append(rt.malloc(max(n, 1)))
-            tensors[t.name] = tensor_at(ptrs[-1], max(n, 1), dtype, shape)
+        tensors = {t.name: torch.empty(problem.shape_of(t.name, w), dtype=getattr(torch, t.ctype.element.dtype),
+                                       device="cuda") for t in problem.tensors}
         workloads.fill_inputs(problem, w, tensors, secret=0, phase="probe")
         call = solve_call(problem, "native", str(args.library), tensors, w)
         for _ in range(3):
@@ -109,8 +98,6 @@ def main(argv: list[str] | None = None) -> None:
               + f" | {med['write'] / med['read']:.3f} | {med['none'] / med['read']:.3f} |", flush=True)
         torch.cuda.synchronize()
         del tensors, call
-        for ptr in ptrs:
-            rt.free(ptr)
 
 
 def timed(torch, prelude, call) -> float:
