@@ -354,7 +354,14 @@ def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
     table = torch.tensor([v for t in inputs for v in (t.data_ptr(), t.numel() * t.element_size())],
                          dtype=torch.int64, device="cuda")
     hold = Hold(rt, Kernels(), buf.data_ptr(), nbytes)
-    return lambda: hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
+
+    def gate() -> None:
+        hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
+    # The hold has only the buffer's address: the buffer must live as long as the gate. (Until
+    # 2026-11-29 it did not; replay() allocates nothing after making its gate, so its reads stayed
+    # within the allocator's cached block, but graph_kernels.py's calls read freed memory.)
+    gate.buffers = (buf, table)  # type: ignore[attr-defined]
+    return gate
 
 
 def replay(torch: Any, fn: Callable, kwargs: dict[str, Any], replays: int,

@@ -10,16 +10,19 @@ over Nsight Compute with CUDA events in the judge and in ipc_mapping.py alike, w
 its length agree within 0.2% (docs/benchmarks.md). This times solve() of a native model answer (built
 as `judge` builds it) on every benchmark shape of PROBLEM, in one process on its own buffers (the
 problem's generators' inputs), with CUDA events, after each of these, rounds interleaved, the median:
-  - read:  a read of 256 MiB (the judge's flush: L2 clean, full of another buffer);
+  - read:  a read of 256 MiB (a float32 sum, as the judge's flush: L2 clean, full of another buffer);
   - write: a write of 256 MiB (L2 full of dirty lines of another buffer, written back during the call);
-  - none:  nothing (the previous call's lines stay: the inputs, if they fit, and the dirty outputs).
-`--profiled` runs each way's calls between cudaProfilerStart and Stop, one way at a time in the
-order above, for Nsight Compute, e.g.
+  - none:  nothing (the previous call's lines stay: the inputs, if they fit, and the dirty outputs);
+  - idle:  the read, then the GPU idle for IDLE_MS before the call is issued (as under a profiler,
+    which serialises every kernel it times; the others follow their prelude at once).
+(Before 2026-11-29 13:00 UTC `read` summed the buffer as uint8, which torch does by first writing it
+out as int64, 2 GiB: a write, not the judge's flush.) `--profiled` runs each way's calls between
+cudaProfilerStart and Stop, one way at a time in the order above, for Nsight Compute, e.g.
 
     ncu --profile-from-start off --clock-control none --cache-control none --metrics gpu__time_duration.sum \\
         python3 scripts/probes/l2_state.py softmax 03.so --calls 5 --profiled
 
-whose durations, in the order read / write / none per shape, can be set beside these (and beside
+whose durations, in the order read / write / none / idle per shape, can be set beside these (and beside
 `--cache-control all`). Prints a markdown table; on bad input one line and exit 2.
 """
 from __future__ import annotations
@@ -27,13 +30,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 FLUSH_BYTES = 256 << 20
-WAYS = ("read", "write", "none")
+WAYS = ("read", "write", "none", "idle")
+IDLE_MS = 5
 
 
 def fail(msg: str) -> None:
@@ -67,12 +72,17 @@ def main(argv: list[str] | None = None) -> None:
     from judge.runner.profile_target import solve_call
 
     problem = spec.load_problem(ROOT / "problems" / args.problem)
-    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    preludes = {"read": lambda: flush.sum(), "write": lambda: flush.fill_(1), "none": lambda: None}
+    flush = torch.zeros(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+
+    def idle() -> None:
+        flush.sum()
+        torch.cuda.synchronize()
+        time.sleep(IDLE_MS / 1000)
+    preludes = {"read": lambda: flush.sum(), "write": lambda: flush.fill_(1), "none": lambda: None, "idle": idle}
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {args.library.name}; "
           f"median of {args.calls} calls, ms, CUDA events")
-    print("| shape | " + " | ".join(f"after {w}" for w in WAYS) + " | write / read | none / read |")
-    print("|---" * (len(WAYS) + 3) + "|")
+    print("| shape | " + " | ".join(f"after {w}" for w in WAYS) + " | " + " | ".join(f"{w} / read" for w in WAYS[1:]) + " |")
+    print("|---" * (2 * len(WAYS)) + "|")
     for w in problem.spec.benchmarks:
         w = dict(w)
         tensors = {t.name: torch.empty(problem.shape_of(t.name, w), dtype=getattr(torch, t.ctype.element.dtype),
@@ -95,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                     times[k].append(timed(torch, preludes[k], call))
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"| {spec.workload_id(w)} | " + " | ".join(f"{med[k]:.4f}" for k in WAYS)
-              + f" | {med['write'] / med['read']:.3f} | {med['none'] / med['read']:.3f} |", flush=True)
+              + " | " + " | ".join(f"{med[k] / med['read']:.3f}" for k in WAYS[1:]) + " |", flush=True)
         torch.cuda.synchronize()
         del tensors, call
 

@@ -40,6 +40,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["l2_state.py", "no_such_problem", "{bad}"], "no such problem: no_such_problem"),
     (["l2_state.py", "softmax", "{missing}"], "no such library"),
     (["l2_state.py", "softmax", "{bad}", "--calls", "0"], "--calls 0: from 1 to 1000"),
+    (["graph_kernels.py", "no_such_problem"], "no such problem: no_such_problem"),
+    (["graph_kernels.py", "sgemv", "--calls", "0"], "--calls 0: from 1 to 1000"),
+    (["graph_kernels.py", "sgemv", "--shape", "3"], "--shape 3: sgemv has benchmark shapes 0 to 2"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
