@@ -9,8 +9,9 @@ baseline of PROBLEM on benchmark shape I (default: every shape) `--calls` times 
 and replayed from a graph captured once, each after the baseline worker's gate unheld (as (b)'s
 replays: the inputs read, L2 flushed) and held (as the judge times: the gate holds every SM until
 the call and its end event are queued; judge/worker/hold.py). Per way it prints the median of CUDA
-events around the call and the kernels it ran (torch.profiler's trace: name, launches per call,
-mean µs; the gate's own kernels left out). On bad input one line and exit 2.
+events around the call, alone and again under torch.profiler, and the kernels it ran (the
+profiler's trace: name, launches per call, mean µs; the gate's own kernels left out). On bad input
+one line and exit 2.
 """
 from __future__ import annotations
 
@@ -90,8 +91,9 @@ def main(argv: list[str] | None = None) -> None:
             called = lambda fn=fn, kw=kwargs: fn(**kw)
             for way, call, held in (("called", called, False), ("called, held", called, True),
                                     ("graph replay", graph.replay, False), ("graph replay, held", graph.replay, True)):
-                ms, kernels = profiled(torch, hold, table, len(inputs), call, held and hold.usable, args.calls)
-                print(f"\n## {spec.workload_id(w)}, {b.name}, {way}: median {ms:.4f} ms")
+                ms, traced, kernels = profiled(torch, hold, table, len(inputs), call, held and hold.usable, args.calls)
+                print(f"\n## {spec.workload_id(w)}, {b.name}, {way}: median {ms:.4f} ms "
+                      f"({traced:.4f} under torch.profiler)")
                 print("| kernel | per call | mean µs |\n|---|---|---|")
                 for name, durs in kernels.items():
                     print(f"| `{name[:110]}` | {len(durs) / args.calls:g} | {statistics.fmean(durs):.2f} |")
@@ -100,11 +102,13 @@ def main(argv: list[str] | None = None) -> None:
         torch.cuda.synchronize()
 
 
-def profiled(torch, hold, table, njobs: int, call, held: bool, calls: int) -> tuple[float, dict[str, list[float]]]:
+def profiled(torch, hold, table, njobs: int, call, held: bool, calls: int) -> tuple[float, float, dict[str, list[float]]]:
     """Median ms of CUDA events around `call`, each after the gate (`held`: let go once the call
-    and its end event are queued, as the baseline worker does), and the kernels the calls ran."""
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+    and its end event are queued, as the baseline worker does): `calls` calls alone, then as many
+    under torch.profiler (whose tracing can change the time: kernels it records do not overlap);
+    and the kernels the profiled calls ran."""
+    def run() -> float:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(calls)]
         for s, e in events:
             hold.begin(held, table.data_ptr() if njobs else 0, njobs)
             s.record()
@@ -115,6 +119,11 @@ def profiled(torch, hold, table, njobs: int, call, held: bool, calls: int) -> tu
             if held:
                 hold.release()
             e.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in events)
+
+    alone = run()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        traced = run()
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         trace = json.loads(Path(f.name).read_text())
@@ -122,8 +131,7 @@ def profiled(torch, hold, table, njobs: int, call, held: bool, calls: int) -> tu
     for ev in trace.get("traceEvents", []):
         if ev.get("cat") == "kernel" and not ev.get("name", "").startswith(GATE_KERNELS):
             kernels[ev["name"]].append(float(ev.get("dur", 0)))
-    return statistics.median(s.elapsed_time(e) for s, e in events), dict(kernels)
-
+    return alone, traced, dict(kernels)
 
 if __name__ == "__main__":
     main()

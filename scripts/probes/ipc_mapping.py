@@ -1,11 +1,12 @@
 """Does the way the judge shares its buffers change a kernel's time? (issue 17 (a) and (b))
 
-    python3 scripts/probes/ipc_mapping.py [PROBLEM LIBRARY.so ...]
+    python3 scripts/probes/ipc_mapping.py [PROBLEM LIBRARY.so|baseline ...]
 
 The judge's parent allocates every buffer with cudaMalloc (judge/gpu/devmem.py) and each worker
 maps it with cudaIpcOpenMemHandle (judge/gpu/cudart.py). For each case below, on every benchmark
-shape of its problem, this times one call three ways in one child process, with CUDA events after
-an L2 flush (a read of 256 MiB), rounds interleaved, the median of ROUNDS:
+shape of its problem, this times one call six ways in one child process, with CUDA events after
+an L2 flush (a read of 256 MiB: a float32 sum; until 2026-11-29 13:00 UTC a uint8 sum, which torch
+does by first writing 2 GiB of int64), rounds interleaved, the median of ROUNDS:
   - own:  buffers the child allocated itself (cudaMalloc of the tensor's bytes), as in a CUDA-graph
           replay or `judge profile`;
   - own+guard: the child's own cudaMalloc of the judge's size (the bytes and the guard region:
@@ -14,11 +15,14 @@ an L2 flush (a read of 256 MiB), rounds interleaved, the median of ROUNDS:
           workers see them;
   - ipc 2 MiB: the same through IPC, the parent's cudaMalloc rounded up to a multiple of 2 MiB;
   - vmm:  the parent's buffers made with the driver's virtual memory API (cuMemCreate, exported as a
-          POSIX file descriptor) and mapped in the child with cuMemMap.
+          POSIX file descriptor) and mapped in the child with cuMemMap;
+  - torch: tensors from torch's caching allocator in the child (torch.empty), as fair_timing.py's
+          CUDA-graph replays and the probes that time torch calls have them.
 All of them hold the same input bytes (drawn once by the problem's generators); the outputs must agree.
 Cases: transpose's baseline `B.copy_(A.t())` always; then each PROBLEM LIBRARY.so pair: solve() of a
 native model answer (built as `judge` builds it, e.g. nvcc -O3 -gencode arch=compute_90a,code=sm_90a
--shared -Xcompiler -fPIC FILE.cu -o FILE.so). Prints a markdown table.
+-shared -Xcompiler -fPIC FILE.cu -o FILE.so), or PROBLEM baseline: the problem's first baseline,
+called as the baseline worker calls it (every parameter by name). Prints a markdown table.
 """
 from __future__ import annotations
 
@@ -31,10 +35,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts" / "measure"))  # fair_timing's call_kwargs
 
 ROUNDS = 30
 MIB2 = 2 << 20
-WAYS = ("own", "own+guard", "ipc", "ipc 2 MiB", "vmm")
+WAYS = ("own", "own+guard", "ipc", "ipc 2 MiB", "vmm", "torch")
 POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 
 
@@ -127,13 +132,13 @@ def child(conn, plan: list, q) -> None:
     from judge.gpu import guard_regions
     from judge.gpu.cudart import Runtime
     from judge.gpu.devmem import tensor_at
-    from judge.problem import spec
+    from judge.problem import spec, workloads
     from judge.runner.profile_target import solve_call
 
     rt = Runtime()
     torch.zeros(1, device="cuda")
     vmm = Vmm()
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flush = torch.zeros(64 << 20, dtype=torch.float32, device="cuda")  # 256 MiB, read by sum()
     out = []
     for name, so, w, tensors in plan:
         ways: dict[str, dict] = {k: {} for k in WAYS}
@@ -145,11 +150,18 @@ def child(conn, plan: list, q) -> None:
             ways["vmm"][tname] = tensor_at(vmm.map(vmm.import_fd(fd), nb), nb, dtype, shape)
             ways["own"][tname] = tensor_at(rt.malloc(nb), nb, dtype, shape)
             ways["own+guard"][tname] = tensor_at(rt.malloc(guard_regions.padded(nb)), nb, dtype, shape)
-            for k in ("own", "own+guard"):
+            ways["torch"][tname] = torch.empty(shape, dtype=getattr(torch, dtype), device="cuda")
+            for k in ("own", "own+guard", "torch"):
                 ways[k][tname].copy_(ways["ipc"][tname])
         problem = spec.load_problem(ROOT / "problems" / name)
         if so is None:
             calls = {k: (lambda t=t: t["B"].copy_(t["A"].t())) for k, t in ways.items()}
+        elif so == "baseline":
+            from fair_timing import call_kwargs
+
+            fn = workloads.load_function(problem, problem.baselines[0].impl)
+            kwargs = {k: call_kwargs(problem, w, t) for k, t in ways.items()}
+            calls = {k: (lambda kw=kw: fn(**kw)) for k, kw in kwargs.items()}
         else:
             calls = {k: solve_call(problem, "native", so, t, w) for k, t in ways.items()}
         times: dict[str, list[float]] = {k: [] for k in ways}
@@ -162,7 +174,8 @@ def child(conn, plan: list, q) -> None:
                     times[k].append(s.elapsed_time(e))
         outs = [p.name for p in problem.outputs]
         same = all(torch.equal(ways["own"][o], ways[k][o]) for o in outs for k in WAYS)
-        label = "copy_ (baseline)" if so is None else Path(so).stem
+        label = ("copy_ (baseline)" if so is None else f"{problem.baselines[0].name} (baseline)"
+                 if so == "baseline" else Path(so).stem)
         out.append((name, label, spec.workload_id(w), {k: statistics.median(v) for k, v in times.items()}, same))
         torch.cuda.synchronize()
     q.put(out)
@@ -177,11 +190,11 @@ def main(argv: list[str]) -> None:
     from judge.problem import spec, workloads
 
     if len(argv) % 2:
-        sys.exit("usage: ipc_mapping.py [PROBLEM LIBRARY.so ...]")
+        sys.exit("usage: ipc_mapping.py [PROBLEM LIBRARY.so|baseline ...]")
     for name, so in zip(argv[0::2], argv[1::2]):
         if not (ROOT / "problems" / name / "problem.yaml").is_file():
             sys.exit(f"ipc_mapping.py: no such problem: {name}")
-        if not Path(so).is_file():
+        if so != "baseline" and not Path(so).is_file():
             sys.exit(f"ipc_mapping.py: no such library: {so}")
     rt = Runtime()
     bufs = DeviceBuffers(rt)
