@@ -22,6 +22,9 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import NoReturn
+
+import probe_args
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -29,21 +32,15 @@ sys.path.insert(0, str(ROOT / "scripts" / "measure"))
 GATE_KERNELS = ("judge_",)  # judge_hold, judge_read: the gate's, not the baseline's
 
 
-def fail(msg: str) -> None:
-    print(f"graph_kernels.py: {msg}", file=sys.stderr)
-    sys.exit(2)
+def fail(msg: str) -> NoReturn:
+    probe_args.fail("graph_kernels.py", msg)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("problem", help="a problem's name (a folder of problems/)")
+    ap = probe_args.problem_parser(__doc__, 20, "calls per way")
     ap.add_argument("--shape", type=int, help="a benchmark shape's index (default: every one)")
-    ap.add_argument("--calls", type=int, default=20, help="calls per way (default 20)")
     args = ap.parse_args(argv)
-    if not (ROOT / "problems" / args.problem / "problem.yaml").is_file():
-        fail(f"no such problem: {args.problem}")
-    if not 1 <= args.calls <= 1000:
-        fail(f"--calls {args.calls}: from 1 to 1000")
+    probe_args.check_problem_and_calls("graph_kernels.py", args.problem, args.calls)
     return args
 
 

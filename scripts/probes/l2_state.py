@@ -32,6 +32,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
+
+import probe_args
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -41,24 +44,18 @@ WAYS = ("read", "write", "none", "idle")
 IDLE_MS = 5
 
 
-def fail(msg: str) -> None:
-    print(f"l2_state.py: {msg}", file=sys.stderr)
-    sys.exit(2)
+def fail(msg: str) -> NoReturn:
+    probe_args.fail("l2_state.py", msg)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("problem", help="a problem's name (a folder of problems/)")
+    ap = probe_args.problem_parser(__doc__, 30, "timed calls per way and shape")
     ap.add_argument("library", type=Path, help="a native model answer built as judge builds it (.so)")
-    ap.add_argument("--calls", type=int, default=30, help="timed calls per way and shape (default 30)")
     ap.add_argument("--profiled", action="store_true", help="bracket each way's calls for Nsight Compute")
     args = ap.parse_args(argv)
-    if not (ROOT / "problems" / args.problem / "problem.yaml").is_file():
-        fail(f"no such problem: {args.problem}")
+    probe_args.check_problem_and_calls("l2_state.py", args.problem, args.calls)
     if not args.library.is_file():
         fail(f"no such library: {args.library}")
-    if not 1 <= args.calls <= 1000:
-        fail(f"--calls {args.calls}: from 1 to 1000")
     return args
 
 
