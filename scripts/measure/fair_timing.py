@@ -359,7 +359,7 @@ def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
         hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
     # The hold has only the buffer's address: the buffer must live as long as the gate. (Until
     # 2026-11-29 it did not; replay() allocates nothing after making its gate, so its reads stayed
-    # within the allocator's cached block, but graph_kernels.py's calls read freed memory.)
+    # within the allocator's cached block, but a probe that did allocate hit an illegal address.)
     gate.buffers = (buf, table)  # type: ignore[attr-defined]
     return gate
 
