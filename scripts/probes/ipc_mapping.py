@@ -33,6 +33,8 @@ import sys
 from multiprocessing import reduction
 from pathlib import Path
 
+import probe_args
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts" / "measure"))  # fair_timing's call_kwargs
@@ -190,12 +192,12 @@ def main(argv: list[str]) -> None:
     from judge.problem import spec, workloads
 
     if len(argv) % 2:
-        sys.exit("usage: ipc_mapping.py [PROBLEM LIBRARY.so|baseline ...]")
+        probe_args.fail("ipc_mapping.py", "usage: ipc_mapping.py [PROBLEM LIBRARY.so|baseline ...]")
     for name, so in zip(argv[0::2], argv[1::2]):
         if not (ROOT / "problems" / name / "problem.yaml").is_file():
-            sys.exit(f"ipc_mapping.py: no such problem: {name}")
+            probe_args.fail("ipc_mapping.py", f"no such problem: {name}")
         if so != "baseline" and not Path(so).is_file():
-            sys.exit(f"ipc_mapping.py: no such library: {so}")
+            probe_args.fail("ipc_mapping.py", f"no such library: {so}")
     rt = Runtime()
     bufs = DeviceBuffers(rt)
     torch.zeros(1, device="cuda")

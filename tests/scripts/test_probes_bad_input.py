@@ -41,6 +41,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["l2_state.py", "softmax", "{missing}"], "no such library"),
     (["l2_state.py", "softmax", "{bad}", "--calls", "0"], "--calls 0: from 1 to 1000"),
     (["graph_kernels.py", "no_such_problem"], "no such problem: no_such_problem"),
+    (["ipc_mapping.py", "sgemv"], "usage: ipc_mapping.py"),
+    (["ipc_mapping.py", "no_such_problem", "baseline"], "no such problem: no_such_problem"),
+    (["ipc_mapping.py", "sgemv", "{missing}"], "no such library"),
     (["graph_kernels.py", "sgemv", "--calls", "0"], "--calls 0: from 1 to 1000"),
     (["graph_kernels.py", "sgemv", "--shape", "3"], "--shape 3: sgemv has benchmark shapes 0 to 2"),
 ])
