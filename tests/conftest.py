@@ -6,8 +6,10 @@ outside this run.
 """
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,17 @@ skip_no_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc (the CUDA to
 def nvcc_test(f):
     """Mark a test `nvcc` and skip it where nvcc is missing."""
     return pytest.mark.nvcc(skip_no_nvcc(f))
+
+
+def load_script(path: Path):
+    """A script of scripts/ as a module (by its file name), registered in sys.modules so that its
+    dataclasses can look their module up."""
+    mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert mod_spec and mod_spec.loader
+    module = importlib.util.module_from_spec(mod_spec)
+    sys.modules[path.stem] = module
+    mod_spec.loader.exec_module(module)
+    return module
 
 
 def problem_dirs() -> list[Path]:

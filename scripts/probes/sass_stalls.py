@@ -35,6 +35,7 @@ _BRANCH = re.compile(r"\bBRA\b(?:.*?,)?\s*0x([0-9a-f]+)")
 class Instruction:
     addr: int
     text: str
+    lo: int  # the first 64-bit word of the encoding
     hi: int  # the second 64-bit word: the control bits
 
     @property
@@ -61,15 +62,15 @@ def parse(text: str) -> dict[str, list[Instruction]]:
     """`cuobjdump -sass` text → each function's instructions, in address order."""
     functions: dict[str, list[Instruction]] = {}
     current: list[Instruction] | None = None
-    pending: tuple[int, str] | None = None
+    pending: tuple[int, str, int] | None = None
     for line in text.splitlines():
         if m := _FUNCTION.match(line):
             current = functions.setdefault(m.group(1), [])
             pending = None
         elif current is not None and (m := _FIRST.match(line)):
-            pending = (int(m.group(1), 16), m.group(2))
+            pending = (int(m.group(1), 16), m.group(2), int(m.group(3), 16))
         elif current is not None and pending and (m := _SECOND.match(line)):
-            current.append(Instruction(pending[0], pending[1], int(m.group(1), 16)))
+            current.append(Instruction(*pending, int(m.group(1), 16)))
             pending = None
     return functions
 

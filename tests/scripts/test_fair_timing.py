@@ -3,7 +3,6 @@ kernels summed per call, rows held against their targets, the markdown table, a 
 arguments, and main() end to end with the GPU and subprocess parts replaced by fakes."""
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import math
@@ -14,25 +13,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import PROBLEMS_DIR, ROOT, problem_dirs
+from conftest import PROBLEMS_DIR, ROOT, load_script, problem_dirs
 
 from judge.contract.report import BaselineTiming, BenchResult, Environment, Report, Stats
 from judge.contract.verdict import Status
 from judge.problem import spec, workloads
 from judge.runner.profile import KernelProfile, Profile
 
-
-def _load():
-    path = ROOT / "scripts" / "measure" / "fair_timing.py"
-    mod_spec = importlib.util.spec_from_file_location("fair_timing", path)
-    assert mod_spec and mod_spec.loader
-    module = importlib.util.module_from_spec(mod_spec)
-    sys.modules["fair_timing"] = module  # dataclasses look their module up
-    mod_spec.loader.exec_module(module)
-    return module
-
-
-ft = _load()
+ft = load_script(ROOT / "scripts" / "measure" / "fair_timing.py")
 tb = sys.modules["fair_table"]  # its table: the rows, their targets, render, --merge (loaded beside it)
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 PROBES = ROOT / "scripts" / "probes"
 
@@ -84,12 +84,7 @@ def test_repeatability_bad_options_are_usage_errors(args):
 
 
 def test_repeatability_policy_takes_the_options_given_and_defaults_the_rest():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("repeatability", PROBES / "repeatability.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(PROBES / "repeatability.py")
     from judge.engine.stats import TimingPolicy
 
     p = mod.policy_of(mod.parse(["vector_add", "x.cu", "--min-wall", "0.15", "--warmup-ms", "10",
@@ -115,14 +110,7 @@ _SASS = """
 
 
 def _sass_stalls():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sass_stalls", PROBES / "sass_stalls.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["sass_stalls"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(PROBES / "sass_stalls.py")
 
 
 def test_sass_stalls_decodes_the_control_bits_and_finds_the_loop():

@@ -11,7 +11,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import ROOT, nvcc_test
+from conftest import ROOT, load_script, nvcc_test
 
 from judge.build import sass
 
@@ -120,32 +120,20 @@ def test_a_plan_that_drops_or_repeats_a_key_tile_is_caught(tmp_path, mode, old, 
     assert r.returncode == 1 and not r.stdout.strip().endswith(" 0 bad"), r.stdout
 
 
-def kernels(sass_text: str) -> dict[str, list[str]]:
+def kernels(sass_text: str) -> dict[str, list[tuple[str, int, int]]]:
     """`cuobjdump -sass` text → {kernel's template arguments (D, NC, PERSIST): its instructions, each
-    as printed with both 64-bit words of its encoding (the second holds ptxas's scheduling: stall
+    its text and both 64-bit words of its encoding (the second holds ptxas's scheduling: stall
     counts, barriers, reuse)}; the split kernels (a fourth argument, true) apart under 'split'."""
-    out: dict[str, list[str]] = {}
-    name = None
-    for line in sass_text.splitlines():
-        m = re.match(r"\s*Function\s*:\s*(\S+)", line)
-        if m:
-            args = re.search(r"attn_fwdILi(\d+)ELi(\d)ELb(\d)(?:ELb(\d))?", m.group(1))
-            assert args, m.group(1)
-            d, nc, persist, split = args.groups()
-            name = f"{d},{nc},{persist}" + (",split" if split == "1" else "")
-            out[name] = []
-            continue
-        m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?;\s*/\* 0x[0-9a-f]{16} \*/)", line)
-        if m and name:
-            out[name].append(m.group(1))
-            continue
-        m = re.match(r"\s*(/\* 0x[0-9a-f]{16} \*/)\s*$", line)  # the second word: stalls, barriers, reuse
-        if m and name and out[name]:
-            out[name][-1] += " " + m.group(1)
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for function, code in load_script(ROOT / "scripts" / "probes" / "sass_stalls.py").parse(sass_text).items():
+        args = re.search(r"attn_fwdILi(\d+)ELi(\d)ELb(\d)(?:ELb(\d))?", function)
+        assert args, function
+        d, nc, persist, split = args.groups()
+        out[f"{d},{nc},{persist}" + (",split" if split == "1" else "")] = [(x.text, x.lo, x.hi) for x in code]
     return out
 
 
-def cubin_sass(tmp_path, src, *defines: str) -> dict[str, list[str]]:
+def cubin_sass(tmp_path, src, *defines: str) -> dict[str, list[tuple[str, int, int]]]:
     out = tmp_path / f"{src.stem}{''.join(defines)}.cubin"
     subprocess.run(["nvcc", "-O3", "-std=c++17", "-lineinfo", "-cubin", "-DNVTX_DISABLE", *defines,
                     "-gencode", "arch=compute_90a,code=sm_90a", str(src), "-o", str(out)],
@@ -162,7 +150,7 @@ def test_the_kernels_that_do_not_split_are_step_7s_machine_code(tmp_path, define
     # the judge's flags (judge/build/nvcc.py) but a cubin: the shapes that do not split run step 7 itself
     step7 = cubin_sass(tmp_path, ROOT / "reference_solutions" / "flash_attn" / "07_lean_tiles.cu")
     probe = cubin_sass(tmp_path, SOURCE, *defines)
-    assert sorted(step7) == ["128,2,0", "128,2,1", "64,2,1", "64,3,1"]
+    assert sorted(step7) == ["128,2,0", "128,2,1", "64,2,1", "64,3,1"] and all(len(c) > 1000 for c in step7.values())
     for name, code in step7.items():
         assert probe[name] == code, f"attn_fwd<{name}> differs from step 7's"
     split = sorted(n for n in probe if n.endswith("split"))
