@@ -46,6 +46,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["ipc_mapping.py", "sgemv", "{missing}"], "no such library"),
     (["graph_kernels.py", "sgemv", "--calls", "0"], "--calls 0: from 1 to 1000"),
     (["graph_kernels.py", "sgemv", "--shape", "3"], "--shape 3: sgemv has benchmark shapes 0 to 2"),
+    (["hgemm_stream_k.py", "{missing}"], "no such file"),
+    (["hgemm_stream_k.py", "{bad}"], "is not a built model answer"),
+    (["hgemm_stream_k.py", "{libm}"], "does not export hgemm_stream_k_config"),
+    (["hgemm_stream_k.py", "{bad}", "--calls", "0"], "--calls 0: from 1 to 100"),
+    (["hgemm_tail_trace.py", "--calls", "101"], "--calls 101: from 1 to 100"),
+    (["hgemm_tail_trace.py", "--min-saved", "-1"], "--min-saved -1: 0 or more"),
+    (["hgemm_tail_trace.py", "--out", "{bad}"], "is not a folder"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
