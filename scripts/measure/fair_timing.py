@@ -75,7 +75,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -338,11 +338,19 @@ def graph_timings(problem: Problem, replays: int) -> Graphs:
     return out
 
 
-def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
-    """What the baseline worker runs on the GPU before each timed call (judge/worker/hold.py's
-    `begin`, unheld): judge_hold reads the call's inputs (as a candidate's gate opens its sealed
-    ones), then flushes L2 by reading judge_read's buffer, on the legacy default stream. So the
-    replayed call starts with its inputs' pages as recently used as the judged call's."""
+@dataclass
+class GateHold:
+    """The baseline worker's hold (judge/worker/hold.py) with the L2-flush buffer it reads: the hold
+    has only the buffer's address, so the buffer must live as long as the hold. (Until 2026-11-29 it
+    did not; replay() allocates nothing after making its gate, so its reads stayed within the
+    allocator's cached block, but a probe that did allocate hit an illegal address.)"""
+    hold: Any
+    flush: Any
+
+
+def gate_hold(torch: Any) -> GateHold:
+    """The hold the baseline worker opens its gate with: a flush of twice L2 (at least the worker's
+    minimum), judge_read's sink after it."""
     from judge.gpu.cudart import Runtime
     from judge.gpu.integrity import FLUSH_SINK_BYTES, Kernels
     from judge.worker.hold import Hold
@@ -350,17 +358,26 @@ def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
 
     rt = Runtime()
     nbytes = max(2 * rt.l2_bytes(), FLUSH_MIN_BYTES)
-    buf = torch.full((nbytes + FLUSH_SINK_BYTES,), 0x55, dtype=torch.uint8, device="cuda")
-    table = torch.tensor([v for t in inputs for v in (t.data_ptr(), t.numel() * t.element_size())],
-                         dtype=torch.int64, device="cuda")
-    hold = Hold(rt, Kernels(), buf.data_ptr(), nbytes)
+    flush = torch.full((nbytes + FLUSH_SINK_BYTES,), 0x55, dtype=torch.uint8, device="cuda")
+    return GateHold(Hold(rt, Kernels(), flush.data_ptr(), nbytes), flush)
+
+
+def input_table(torch: Any, inputs: Sequence[Any]) -> Any:
+    """The gate's table of the call's inputs (pointer, bytes), which judge_hold reads first."""
+    return torch.tensor([v for t in inputs for v in (t.data_ptr(), t.numel() * t.element_size())],
+                        dtype=torch.int64, device="cuda")
+
+
+def baseline_gate(torch: Any, inputs: Sequence[Any]) -> Callable[[], None]:
+    """What the baseline worker runs on the GPU before each timed call (judge/worker/hold.py's
+    `begin`, unheld): judge_hold reads the call's inputs (as a candidate's gate opens its sealed
+    ones), then flushes L2 by reading judge_read's buffer, on the legacy default stream. So the
+    replayed call starts with its inputs' pages as recently used as the judged call's."""
+    gh, table = gate_hold(torch), input_table(torch, inputs)
 
     def gate() -> None:
-        hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
-    # The hold has only the buffer's address: the buffer must live as long as the gate. (Until
-    # 2026-11-29 it did not; replay() allocates nothing after making its gate, so its reads stayed
-    # within the allocator's cached block, but a probe that did allocate hit an illegal address.)
-    gate.buffers = (buf, table)  # type: ignore[attr-defined]
+        gh.hold.begin(False, table.data_ptr() if len(inputs) else 0, len(inputs))
+    gate.buffers = (gh, table)  # type: ignore[attr-defined]  # alive as long as the gate
     return gate
 
 

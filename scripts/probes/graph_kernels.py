@@ -56,17 +56,10 @@ def main(argv: list[str] | None = None) -> None:
 
     if not torch.cuda.is_available():
         fail("no CUDA device answered (this probe runs on a GPU machine)")
-    from fair_timing import call_kwargs, make_tensors
+    from fair_timing import call_kwargs, gate_hold, input_table, make_tensors
 
-    from judge.gpu.cudart import Runtime
-    from judge.gpu.integrity import FLUSH_SINK_BYTES, Kernels
-    from judge.worker.hold import Hold
-    from judge.worker.protocol import FLUSH_MIN_BYTES
-
-    rt = Runtime()
-    nbytes = max(2 * rt.l2_bytes(), FLUSH_MIN_BYTES)
-    flush = torch.full((nbytes + FLUSH_SINK_BYTES,), 0x55, dtype=torch.uint8, device="cuda")  # kept to the end
-    hold = Hold(rt, Kernels(), flush.data_ptr(), nbytes)
+    gh = gate_hold(torch)  # the baseline worker's hold and its flush buffer, kept to the end
+    hold = gh.hold
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}; {args.calls} calls per way; "
           f"the gate {'holds' if hold.usable else 'cannot hold here: held reads unheld'}")
     for i, w in enumerate(shapes):
@@ -75,8 +68,7 @@ def main(argv: list[str] | None = None) -> None:
         tensors = make_tensors(torch, problem, w, "cuda")
         kwargs = call_kwargs(problem, w, tensors)
         inputs = [tensors[t.name] for t in problem.tensors if not t.ctype.is_output]
-        table = torch.tensor([v for t in inputs for v in (t.data_ptr(), t.numel() * t.element_size())],
-                             dtype=torch.int64, device="cuda")
+        table = input_table(torch, inputs)
         for b in problem.baselines:
             fn = workloads.load_function(problem, b.impl)
             for _ in range(3):
