@@ -42,6 +42,20 @@ def load_script(path: Path):
     return module
 
 
+def sm90a_sass(tmp_path: Path, src: Path, *defines: str) -> dict:
+    """`src` built as the judge builds it (judge/build/nvcc.py's flags) but into a cubin for sm_90a,
+    disassembled and parsed by scripts/probes/sass_stalls.py: {mangled kernel name: its instructions}."""
+    from judge.build import sass
+
+    out = tmp_path / f"{src.stem}{''.join(defines)}.cubin"
+    subprocess.run(["nvcc", "-O3", "-std=c++17", "-lineinfo", "-cubin", "-DNVTX_DISABLE", *defines,
+                    "-gencode", "arch=compute_90a,code=sm_90a", str(src), "-o", str(out)],
+                   check=True, capture_output=True, timeout=600)
+    text = sass.disassemble(out)
+    assert text, "cuobjdump gave nothing"
+    return load_script(ROOT / "scripts" / "probes" / "sass_stalls.py").parse(text)
+
+
 def problem_dirs() -> list[Path]:
     """Every folder under problems/ (a folder without problem.yaml is a broken problem, not a skip)."""
     if not PROBLEMS_DIR.is_dir():

@@ -17,24 +17,18 @@ import ctypes
 import sys
 from pathlib import Path
 
+import probe_args  # this folder's
+
 SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]
 NAMES = {4: "one-wave, clusters of 4", 2: "one-wave, clusters of 2", 0: "step 8's persistent kernel",
          -1: "fallback", -2: "nothing launched"}
 
 
 def load(path: Path) -> ctypes.CDLL:
-    """The library with its two functions typed; ValueError with one line if it is not step 9's."""
-    if not path.is_file():
-        raise ValueError(f"no such file: {path}")
-    try:
-        lib = ctypes.CDLL(str(path.resolve()))
-    except OSError as e:
-        raise ValueError(f"{path} is not a built model answer ({str(e).splitlines()[0]})") from None
-    for name, args in (("hgemm_one_wave_config", [ctypes.c_int] * 3), ("hgemm_one_wave_resident", [ctypes.c_int])):
-        if not hasattr(lib, name):
-            raise ValueError(f"{path} does not export {name} (not built from 09_one_wave.cu or 10_stream_k_tail.cu?)")
-        getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
-    return lib
+    """The library with its two functions typed; ValueError with one line if it is not step 9's or 10's."""
+    return probe_args.load_library(path, {"hgemm_one_wave_config": [ctypes.c_int] * 3,
+                                          "hgemm_one_wave_resident": [ctypes.c_int]},
+                                   "09_one_wave.cu or 10_stream_k_tail.cu")
 
 
 def main(argv: list[str]) -> int:

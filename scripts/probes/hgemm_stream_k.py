@@ -19,6 +19,8 @@ import ctypes
 import sys
 from pathlib import Path
 
+import probe_args  # this folder's
+
 # (M, N, K, why). On 66 resident clusters of 2 (an H100 or H200 SXM): 153 cluster tiles of 65 k-steps
 # (2 rounds + 21 in ranges of ~20.7: a finisher adds 2-3 partials; rank 1 of the last cluster row
 # past M; N and K ragged), 67 tiles of 64 (1 round + 1 in 4 pieces), and the two benchmark shapes
@@ -32,15 +34,7 @@ SHAPES = [(4224, 2056, 4104, "ragged, 2 rounds + 21 tiles in ranges of ~20.7 k-s
 
 
 def load(path: Path) -> ctypes.CDLL:
-    if not path.is_file():
-        raise ValueError(f"no such file: {path}")
-    try:
-        lib = ctypes.CDLL(str(path.resolve()))
-    except OSError as e:
-        raise ValueError(f"{path} is not a built model answer ({str(e).splitlines()[0]})") from None
-    if not hasattr(lib, "hgemm_stream_k_config"):
-        raise ValueError(f"{path} does not export hgemm_stream_k_config (not built from 10_stream_k_tail.cu?)")
-    lib.hgemm_stream_k_config.argtypes, lib.hgemm_stream_k_config.restype = [ctypes.c_int] * 3, ctypes.c_int
+    lib = probe_args.load_library(path, {"hgemm_stream_k_config": [ctypes.c_int] * 3}, "10_stream_k_tail.cu")
     lib.solve.argtypes, lib.solve.restype = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3, None
     return lib
 

@@ -3,6 +3,7 @@ anything needs CUDA."""
 from __future__ import annotations
 
 import argparse
+import ctypes
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -29,3 +30,19 @@ def problem_parser(doc: str, calls: int, calls_help: str) -> argparse.ArgumentPa
     ap.add_argument("problem", help="a problem's name (a folder of problems/)")
     ap.add_argument("--calls", type=int, default=calls, help=f"{calls_help} (default {calls})")
     return ap
+
+
+def load_library(path: Path, functions: dict[str, list], built_from: str) -> ctypes.CDLL:
+    """A built model answer with `functions` ({name: argtypes}, each returning int) typed; ValueError
+    with one line if the file is missing, is not a library, or lacks one of them."""
+    if not path.is_file():
+        raise ValueError(f"no such file: {path}")
+    try:
+        lib = ctypes.CDLL(str(path.resolve()))
+    except OSError as e:
+        raise ValueError(f"{path} is not a built model answer ({str(e).splitlines()[0]})") from None
+    for name, args in functions.items():
+        if not hasattr(lib, name):
+            raise ValueError(f"{path} does not export {name} (not built from {built_from}?)")
+        getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
+    return lib

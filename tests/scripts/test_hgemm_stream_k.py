@@ -4,10 +4,9 @@ the timeline probe (scripts/probes/hgemm_tail_trace.py) still finds every line i
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
-from conftest import ROOT, load_script, nvcc_test
+from conftest import ROOT, load_script, nvcc_test, sm90a_sass
 
 from judge.build import sass
 
@@ -20,16 +19,10 @@ TRACE = ROOT / "scripts" / "probes" / "hgemm_tail_trace.py"
 
 
 def kernels(tmp_path, src, *defines: str) -> dict[str, list[tuple[str, int, int]]]:
-    """The judge's flags, as a cubin: {kernel (demangled enough to compare): its instructions, each its
-    text and both 64-bit words of its encoding (the second holds ptxas's scheduling)}."""
-    out = tmp_path / f"{src.stem}{''.join(defines)}.cubin"
-    subprocess.run(["nvcc", "-O3", "-std=c++17", "-lineinfo", "-cubin", "-DNVTX_DISABLE", *defines,
-                    "-gencode", "arch=compute_90a,code=sm_90a", str(src), "-o", str(out)],
-                   check=True, capture_output=True, timeout=600)
-    text = sass.disassemble(out)
-    assert text, "cuobjdump gave nothing"
+    """{kernel (named to compare across the two files): its instructions, each its text and both
+    64-bit words of its encoding (the second holds ptxas's scheduling)}."""
     names = {}
-    for function, code in load_script(ROOT / "scripts" / "probes" / "sass_stalls.py").parse(text).items():
+    for function, code in sm90a_sass(tmp_path, src, *defines).items():
         # step 9's hgemm_wgmma is step 10's hgemm_wgmma<false> (three more, unused, parameters)
         if re.match(r"_Z11hgemm_wgmma(14CUtensorMap|ILb0E)", function):
             name = "persistent"

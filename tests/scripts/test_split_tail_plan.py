@@ -11,7 +11,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import ROOT, load_script, nvcc_test
+from conftest import ROOT, nvcc_test, sm90a_sass
 
 from judge.build import sass
 
@@ -120,27 +120,17 @@ def test_a_plan_that_drops_or_repeats_a_key_tile_is_caught(tmp_path, mode, old, 
     assert r.returncode == 1 and not r.stdout.strip().endswith(" 0 bad"), r.stdout
 
 
-def kernels(sass_text: str) -> dict[str, list[tuple[str, int, int]]]:
-    """`cuobjdump -sass` text → {kernel's template arguments (D, NC, PERSIST): its instructions, each
-    its text and both 64-bit words of its encoding (the second holds ptxas's scheduling: stall
-    counts, barriers, reuse)}; the split kernels (a fourth argument, true) apart under 'split'."""
+def cubin_sass(tmp_path, src, *defines: str) -> dict[str, list[tuple[str, int, int]]]:
+    """{kernel's template arguments (D, NC, PERSIST): its instructions, each its text and both 64-bit
+    words of its encoding (the second holds ptxas's scheduling: stall counts, barriers, reuse)}; the
+    split kernels (a fourth argument, true) apart under 'split'."""
     out: dict[str, list[tuple[str, int, int]]] = {}
-    for function, code in load_script(ROOT / "scripts" / "probes" / "sass_stalls.py").parse(sass_text).items():
+    for function, code in sm90a_sass(tmp_path, src, *defines).items():
         args = re.search(r"attn_fwdILi(\d+)ELi(\d)ELb(\d)(?:ELb(\d))?", function)
         assert args, function
         d, nc, persist, split = args.groups()
         out[f"{d},{nc},{persist}" + (",split" if split == "1" else "")] = [(x.text, x.lo, x.hi) for x in code]
     return out
-
-
-def cubin_sass(tmp_path, src, *defines: str) -> dict[str, list[tuple[str, int, int]]]:
-    out = tmp_path / f"{src.stem}{''.join(defines)}.cubin"
-    subprocess.run(["nvcc", "-O3", "-std=c++17", "-lineinfo", "-cubin", "-DNVTX_DISABLE", *defines,
-                    "-gencode", "arch=compute_90a,code=sm_90a", str(src), "-o", str(out)],
-                   check=True, capture_output=True, timeout=600)
-    text = sass.disassemble(out)
-    assert text, "cuobjdump gave nothing"
-    return kernels(text)
 
 
 @nvcc_test
