@@ -40,8 +40,8 @@
 //
 // Build (nvcc 13.0.88, the judge's flags, sm_90a): hgemm_wgmma<true> 168 registers at launch
 // (consumers 232 after USETMAXREG), 0 spills, 0 stack, 5,400 SASS instructions, 20 HGMMA.64x256x16
-// (the main loop in four copies: tile, tail piece with the previous tile's stores, tail piece that
-// releases a flag, and the peeled first tile), 68 STG (32 of them the partial's STG.E.128.STRONG.GPU),
+// (a k-step's four in five places: ptxas peels and copies the full rounds' loop and the two tail
+// pieces' loops), 68 STG (32 of them the partial's STG.E.128.STRONG.GPU),
 // 34 LDG (32 partial loads, 2 flag polls), 128 FADD; hgemm_wgmma<false> and both one-wave kernels
 // as step 9's. Getting there: with the k-loop indexed from the piece's first k-step (kt - kb), ptxas
 // spilled 8 KB (the epilogue chunk selection on a dynamic offset): the consumers need no k index, so
