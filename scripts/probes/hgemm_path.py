@@ -42,6 +42,9 @@ def main(argv: list[str]) -> int:
         return 2
     import torch
 
+    if not torch.cuda.is_available():
+        print("hgemm_path.py: no CUDA device answered (this probe runs on a GPU machine)", file=sys.stderr)
+        return 2
     stream_k = getattr(lib, "hgemm_stream_k_config", None)
     if stream_k is not None:
         stream_k.argtypes, stream_k.restype = [ctypes.c_int] * 3, ctypes.c_int

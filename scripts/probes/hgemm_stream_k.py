@@ -65,6 +65,9 @@ def main(argv: list[str]) -> int:
         return 2
     import torch
 
+    if not torch.cuda.is_available():
+        print("hgemm_stream_k.py: no CUDA device answered (this probe runs on a GPU machine)", file=sys.stderr)
+        return 2
     wrong = 0
     for m, n, k, why in SHAPES[:2] if args.quick else SHAPES:
         g = torch.Generator(device="cuda").manual_seed(m + n + k)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import shutil
 import statistics
 import subprocess
 import sys
@@ -132,14 +133,17 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         print(f"hgemm_tail_trace.py: {e}", file=sys.stderr)
         return 2
+    import torch
+
+    if shutil.which("nvcc") is None or not torch.cuda.is_available():
+        print("hgemm_tail_trace.py: needs nvcc and a CUDA device (this probe runs on a GPU machine)", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     cu, lib_path = args.out / "traced.cu", args.out / f"traced_sk{args.sk}_min{args.min_saved}.so"
     cu.write_text(src)
     subprocess.run(["nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
                     "-DNVTX_DISABLE", f"-DHG10_SK={args.sk}", f"-DHG10_MIN_SAVED={args.min_saved}",
                     "-gencode", "arch=compute_90a,code=sm_90a", str(cu), "-o", str(lib_path), "-lcuda"], check=True)
-    import torch
-
     lib = ctypes.CDLL(str(lib_path))
     lib.solve.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3
     for m in (4096, 8192):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, load_script
+from conftest import ROOT, gcc_build, load_script
 
 PROBES = ROOT / "scripts" / "probes"
 
@@ -162,3 +162,26 @@ def test_sass_stalls_prints_each_loop_and_a_listing(tmp_path):
 def test_event_window_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "event_window.py"), *args)
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+STUB = r"""
+int hgemm_one_wave_config(int m, int n, int k) { return m + n + k > 0 ? 0 : -2; }
+int hgemm_one_wave_resident(int c) { return c; }
+int hgemm_stream_k_config(int m, int n, int k) { return 0; }
+void solve(const void* a, const void* b, void* c, int m, int n, int k) {}
+"""
+
+
+@pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"]])
+def test_the_hgemm_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU answers here")
+    src = tmp_path / "stub.c"
+    src.write_text(STUB)
+    lib = gcc_build(tmp_path_factory, src, "stub.so", "-shared", "-fPIC")  # a library with step 10's exports
+    r = _run(str(PROBES / argv[0]), *[a.format(lib=lib) for a in argv[1:]])
+    assert r.returncode == 2, r.stderr
+    assert "no CUDA device answered" in r.stderr or "needs nvcc and a CUDA device" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
