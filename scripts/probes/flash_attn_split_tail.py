@@ -20,9 +20,11 @@ import argparse
 import ctypes
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
+
+import probe_args  # this folder's
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAGS = ["-O3", "-std=c++17", "-lineinfo", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-Xptxas", "-v",
@@ -40,9 +42,8 @@ TIME = [(16, 32, 1024, 64, 0), (16, 32, 1024, 128, 0), (16, 32, 1024, 64, 1), (1
         (4, 32, 4096, 128, 0), (4, 32, 4096, 64, 1)]
 
 
-def fail(msg: str) -> None:
-    print(f"flash_attn_split_tail.py: {msg}", file=sys.stderr)
-    sys.exit(2)
+def fail(msg: str) -> NoReturn:
+    probe_args.fail("flash_attn_split_tail.py", msg)
 
 
 def main() -> None:
@@ -51,9 +52,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         fail(f"--out {args.out} is not a folder")
-    import torch  # after the command line: a usage error needs no CUDA
-    if not torch.cuda.is_available():
-        fail("no CUDA device answered (this probe runs on a GPU machine)")
+    torch = probe_args.cuda_torch("flash_attn_split_tail.py")
     out = args.out or Path(tempfile.mkdtemp(prefix="split_tail_"))
     out.mkdir(parents=True, exist_ok=True)
     libs = {}

@@ -52,10 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     shapes = list(problem.spec.benchmarks)
     if args.shape is not None and not 0 <= args.shape < len(shapes):
         fail(f"--shape {args.shape}: {args.problem} has benchmark shapes 0 to {len(shapes) - 1}")
-    import torch  # after the command line: a usage error needs no CUDA
-
-    if not torch.cuda.is_available():
-        fail("no CUDA device answered (this probe runs on a GPU machine)")
+    torch = probe_args.cuda_torch("graph_kernels.py")
     from fair_timing import call_kwargs, gate_hold, input_table, make_tensors
 
     gh = gate_hold(torch)  # the baseline worker's hold and its flush buffer, kept to the end

@@ -38,13 +38,8 @@ def main(argv: list[str]) -> int:
     try:
         lib = load(Path(argv[0]))
     except ValueError as e:
-        print(f"hgemm_path.py: {e}", file=sys.stderr)
-        return 2
-    import torch
-
-    if not torch.cuda.is_available():
-        print("hgemm_path.py: no CUDA device answered (this probe runs on a GPU machine)", file=sys.stderr)
-        return 2
+        probe_args.fail("hgemm_path.py", str(e))
+    torch = probe_args.cuda_torch("hgemm_path.py")
     stream_k = getattr(lib, "hgemm_stream_k_config", None)
     if stream_k is not None:
         stream_k.argtypes, stream_k.restype = [ctypes.c_int] * 3, ctypes.c_int

@@ -61,13 +61,8 @@ def main(argv: list[str]) -> int:
     try:
         lib = load(Path(args.lib))
     except ValueError as e:
-        print(f"hgemm_stream_k.py: {e}", file=sys.stderr)
-        return 2
-    import torch
-
-    if not torch.cuda.is_available():
-        print("hgemm_stream_k.py: no CUDA device answered (this probe runs on a GPU machine)", file=sys.stderr)
-        return 2
+        probe_args.fail("hgemm_stream_k.py", str(e))
+    torch = probe_args.cuda_torch("hgemm_stream_k.py")
     wrong = 0
     for m, n, k, why in SHAPES[:2] if args.quick else SHAPES:
         g = torch.Generator(device="cuda").manual_seed(m + n + k)

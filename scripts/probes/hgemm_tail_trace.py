@@ -44,35 +44,24 @@ def stamp(k: int) -> str:
             f": \"=l\"(t_)); if (blockIdx.x < {MAX_CTAS}) g_trace[blockIdx.x * {SLOTS} + {k}] = t_; }}")
 
 
-CONSUMERS = "    // consumers: warpgroup 1 → rows m0 + [0, 64), warpgroup 2 → rows m0 + [64, 128)\n    setmaxnreg_inc<232>();\n"
-# (text in the source, the edit that puts a stamp beside it): each text must occur exactly once.
-EDITS = [
-    (CONSUMERS, lambda s: s.replace(CONSUMERS, CONSUMERS + "    " + stamp(0) + "\n", 1)),
-    ("        int sk_lo, sk_hi;\n        sk_range(sk_lo, sk_hi);\n        if (sk_lo < sk_hi) {", lambda s: s.replace(
-        "        int sk_lo, sk_hi;\n        sk_range(sk_lo, sk_hi);\n        if (sk_lo < sk_hi) {",
-        "        " + stamp(1) + "\n        int sk_lo, sk_hi;\n        sk_range(sk_lo, sk_hi);\n        if (sk_lo < sk_hi) {", 1)),
-    ("            sk_range(sk_lo, sk_hi);\n            const int n1", lambda s: s.replace(
-        "            sk_range(sk_lo, sk_hi);\n            const int n1",
-        "            " + stamp(2) + "\n            sk_range(sk_lo, sk_hi);\n            const int n1", 1)),
-    ("                flag_due = sk_flag + cluster * CLUSTER * 2 + part;\n", lambda s: s.replace(
-        "                flag_due = sk_flag + cluster * CLUSTER * 2 + part;\n",
-        "                flag_due = sk_flag + cluster * CLUSTER * 2 + part;\n                " + stamp(3) + "\n", 1)),
-    ("                ++u;\n            }\n", lambda s: s.replace(
-        "                ++u;\n            }\n", "                ++u;\n                " + stamp(4) + "\n            }\n", 1)),
-    ("                warpgroup_sync(wg);\n                const float4* p = slot(c);", lambda s: s.replace(
-        "                warpgroup_sync(wg);\n                const float4* p = slot(c);",
-        "                warpgroup_sync(wg);\n                " + stamp(8) + "\n                const float4* p = slot(c);", 1)),
-    ("            keep(m0, n0);\n        }\n    }\n", lambda s: s.replace(
-        "            keep(m0, n0);\n        }\n    }\n", "            " + stamp(5) + "\n            keep(m0, n0);\n        }\n    }\n", 1)),
-    ("    if (have_out) {  // the last tile's epilogue: nothing left to overlap it with", lambda s: s.replace(
-        "    if (have_out) {  // the last tile's epilogue: nothing left to overlap it with",
-        "    " + stamp(6) + "\n    if (have_out) {  // the last tile's epilogue: nothing left to overlap it with", 1)),
-    ("                    if (lane == 0) bulk_wait_read<0>();\n#endif\n                    return;", lambda s: s.replace(
-        "                    if (lane == 0) bulk_wait_read<0>();\n#endif\n                    return;",
-        "                    if (lane == 0) bulk_wait_read<0>();\n#endif\n                    " + stamp(7) + "\n                    return;", 1)),
+# Where each stamp goes: (text before it, text after it, stamp, indent). Each before + after must occur
+# in the source exactly once; the stamp's line goes between them.
+STAMP_AT = [
+    ("    // consumers: warpgroup 1 → rows m0 + [0, 64), warpgroup 2 → rows m0 + [64, 128)\n"
+     "    setmaxnreg_inc<232>();\n", "", 0, 4),
+    ("", "        int sk_lo, sk_hi;\n        sk_range(sk_lo, sk_hi);\n        if (sk_lo < sk_hi) {", 1, 8),
+    ("", "            sk_range(sk_lo, sk_hi);\n            const int n1", 2, 12),
+    ("                flag_due = sk_flag + cluster * CLUSTER * 2 + part;\n", "", 3, 16),
+    ("                ++u;\n", "            }\n", 4, 16),
+    ("                warpgroup_sync(wg);\n", "                const float4* p = slot(c);", 8, 16),
+    ("", "            keep(m0, n0);\n        }\n    }\n", 5, 12),
+    ("", "    if (have_out) {  // the last tile's epilogue: nothing left to overlap it with", 6, 4),
+    ("                    if (lane == 0) bulk_wait_read<0>();\n#endif\n", "                    return;", 7, 20),
+    ("store_chunk_last(c);\n    }\n#if HG8_TMA_STORE\n"
+     "    if (lane == 0) bulk_wait_read<0>();  // the shared memory stays until every store has read it\n#endif\n",
+     "#endif  // __CUDA_ARCH_FEAT_SM90_ALL", 7, 4),
 ]
-END = ("    if (lane == 0) bulk_wait_read<0>();  // the shared memory stays until every store has read it\n#endif\n"
-       "#endif  // __CUDA_ARCH_FEAT_SM90_ALL")
+KERNEL = "template <bool SK>\n__global__"  # the stamps' array goes before the persistent kernel
 HOST = f"""
 extern "C" int hgemm_trace(unsigned long long* host) {{
     return (int)cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace));
@@ -86,16 +75,12 @@ extern "C" int hgemm_trace_clear() {{
 
 def traced(src: str) -> str:
     """The source with its stamps; ValueError naming the first anchor that is not there exactly once."""
-    for anchor, edit in EDITS:
-        if src.count(anchor) != 1:
-            raise ValueError(f"the source no longer has this line exactly once: {anchor.strip().splitlines()[0]!r}")
-        src = edit(src)
-    # the persistent kernel's own end (its first occurrence; the one-wave kernel ends differently)
-    if src.count(END) < 1 or src.count("template <bool SK>\n__global__") != 1:
-        raise ValueError("the source no longer has the persistent kernel's end or its template line")
-    src = src.replace(END, END.replace("#endif  // __CUDA", "    " + stamp(7) + "\n#endif  // __CUDA"), 1)
-    src = src.replace("template <bool SK>\n__global__",
-                      f"__device__ unsigned long long g_trace[{MAX_CTAS * SLOTS}];\ntemplate <bool SK>\n__global__", 1)
+    for before, after, k, indent in [*STAMP_AT, (KERNEL, "", None, 0)]:
+        if src.count(before + after) != 1:
+            line = (before + after).strip().splitlines()[0]
+            raise ValueError(f"the source no longer has this line exactly once: {line!r}")
+        put = f"__device__ unsigned long long g_trace[{MAX_CTAS * SLOTS}];\n" if k is None else " " * indent + stamp(k) + "\n"
+        src = src.replace(before + after, put + before if k is None else before + put + after)
     return src + HOST
 
 

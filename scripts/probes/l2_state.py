@@ -61,10 +61,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    import torch  # after the command line: a usage error needs no CUDA
-
-    if not torch.cuda.is_available():
-        fail("no CUDA device answered (this probe runs on a GPU machine)")
+    torch = probe_args.cuda_torch("l2_state.py")
     from judge.problem import spec, workloads
     from judge.runner.profile_target import solve_call
 

@@ -16,6 +16,16 @@ def fail(probe: str, msg: str) -> NoReturn:
     sys.exit(2)
 
 
+def cuda_torch(probe: str):
+    """torch, imported only now (so that a usage error needs no CUDA); one line and exit 2 where no
+    CUDA device answers."""
+    import torch
+
+    if not torch.cuda.is_available():
+        fail(probe, "no CUDA device answered (this probe runs on a GPU machine)")
+    return torch
+
+
 def check_problem_and_calls(probe: str, problem: str, calls: int) -> None:
     """A folder of problems/ with a problem.yaml, and a call count from 1 to 1000."""
     if not (ROOT / "problems" / problem / "problem.yaml").is_file():

@@ -172,15 +172,17 @@ void solve(const void* a, const void* b, void* c, int m, int n, int k) {}
 """
 
 
-@pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"]])
-def test_the_hgemm_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
+@pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"],
+                                  ["graph_kernels.py", "sgemv"], ["l2_state.py", "softmax", "{lib}"],
+                                  ["flash_attn_split_tail.py"]])
+def test_the_gpu_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("a GPU answers here")
     src = tmp_path / "stub.c"
     src.write_text(STUB)
-    lib = gcc_build(tmp_path_factory, src, "stub.so", "-shared", "-fPIC")  # a library with step 10's exports
+    lib = gcc_build(tmp_path_factory, src, "stub.so", "-shared", "-fPIC")  # a library with hgemm step 10's exports
     r = _run(str(PROBES / argv[0]), *[a.format(lib=lib) for a in argv[1:]])
     assert r.returncode == 2, r.stderr
     assert "no CUDA device answered" in r.stderr or "needs nvcc and a CUDA device" in r.stderr, r.stderr
