@@ -27,16 +27,25 @@
 // once: the grid is the occupancy query's count (step 8's), and nothing it waits for waits in turn.
 //
 // Written once, two kernels: `hgemm_wgmma<false>` is step 9's persistent kernel, instruction for
-// instruction (3,040, a CPU test compares their SASS); `hgemm_wgmma<true>` runs the same full rounds,
+// instruction with the trims below off (3,040, a CPU test compares their SASS); `hgemm_wgmma<true>`
+// runs the same full rounds,
 // then the tail. The host takes the split only where each cluster's last round shrinks by
 // HG10_MIN_SAVED = 32 k-steps or more (`stream_k_clusters`, exported as `hgemm_stream_k_config` for
 // scripts/probes/hgemm_path.py and hgemm_stream_k.py); else step 9's plan. Switches: HG10_SK = 0 is
 // step 9 (never split); HG10_MAX_SPLIT (4): at most this many pieces per tail tile, so a tail of one
 // tile goes to 4 clusters, not 66; HG10_BATCH (16): float4 loads in flight per thread in the add;
-// HG10_AUNI (0): A's descriptor base kept warp-uniform (every kernel's k-step: the wgmma descriptors
-// in uniform registers, no R2UR; the persistent kernel 3,040 -> 2,984 instructions). Measured, not
-// taken: `judge compare` SAME (0.996-0.998 of the default's time at the three shapes), 0.5% less time
-// per call than the default under sustained load at 8192³ (README, "Step 10").
+// HG10_AUNI: A's descriptor base kept warp-uniform (every kernel's k-step: the wgmma descriptors
+// in uniform registers, no R2UR; the persistent kernel 3,040 -> 2,984 instructions).
+//
+// Three trims, added after the first measurement below (README, "Three trims to step 10"), on by
+// default, each 0 to turn it off: HG10_SERP, every other tile of a cluster loads its k-steps last to
+// first, so that a round starts on the k-range the round before touched last (its A slices still in
+// L2: DRAM read at 4096³ 147 -> 127 MB in Nsight Compute); HG10_PROMO128, the tensor maps' L2
+// promotion 128 B instead of 256 B; HG10_AUNI above. `judge compare` against the file without them:
+// 1.003 / 0.989 (FASTER) / 0.992 of its time at 2048³ / 4096³ / 8192³ (alone: the k order 0.995 at
+// 4096³, the promotion 0.998, AUNI 0.996-0.998, each SAME). With HG10_SERP=0 HG10_AUNI=0 the kernels
+// are step 9's SASS again (the promotion is host code); with them on, hgemm_wgmma<false> is 3,008
+// instructions (AUNI -56, SERP +24 in the producer's loop), 0 spills.
 //
 // Build (nvcc 13.0.88, the judge's flags, sm_90a): hgemm_wgmma<true> 168 registers at launch
 // (consumers 232 after USETMAXREG), 0 spills, 0 stack, 5,400 SASS instructions, 20 HGMMA.64x256x16
@@ -113,8 +122,15 @@
 #ifndef HG10_BATCH  // partial sums a finisher's thread loads at a time (float4s; 32 / HG10_BATCH round trips)
 #define HG10_BATCH 16
 #endif
-#ifndef HG10_AUNI  // A's descriptor base through a lane-0 shuffle, so ptxas keeps it uniform (tried; off)
-#define HG10_AUNI 0
+// Added after step 10's first measurement (header, "Three trims"); each on by default, 0 turns it off.
+#ifndef HG10_SERP  // every other tile of a cluster loads its k-steps last to first (L2 reuse across rounds)
+#define HG10_SERP 1
+#endif
+#ifndef HG10_AUNI  // A's descriptor base through a lane-0 shuffle, so ptxas keeps it uniform
+#define HG10_AUNI 1
+#endif
+#ifndef HG10_PROMO128  // the tensor maps' L2 promotion: 128 B (1) or step 9's 256 B (0)
+#define HG10_PROMO128 1
 #endif
 
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
@@ -454,42 +470,45 @@ hgemm_wgmma(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ C
 #endif
         if (tid == 0) {
             int it = 0;
-            // k-steps kb .. ke - 1 of cluster tile t (kb > 0 only for a stream-K piece)
-            auto load_steps = [&](int t, int kb, int ke) {
+            // k-steps kb .. ke - 1 of cluster tile t (kb > 0 only for a stream-K piece); `rev`:
+            // loaded last to first (HG10_SERP)
+            auto load_steps = [&](int t, int kb, int ke, bool rev) {
                 int m0, n0;
                 tile_origin(t, rank, ctiles_m, tiles_n, m0, n0);
                 const int a_row = m0 < M ? m0 : 0;  // rank 1 past the last tile row: any rows will do
                 for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % STAGES;
+                    const int kc = rev ? k_tiles - 1 - kt : kt;  // the k-step loaded
                     // stage s free in both CTAs: their consumers released k-step it - STAGES
                     if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
                     uint8_t* a = smem + s * STAGE_BYTES;
                     uint8_t* b = a + A_BYTES;
                     // 16 KB of A + 32 KB of B (half from this CTA's loads, half from the partner's)
                     mbar_expect_tx(&full[s], STAGE_BYTES);
-                    tma_load_2d(a, &tma_a, &full[s], kt * BK, a_row);
+                    tma_load_2d(a, &tma_a, &full[s], kc * BK, a_row);
 #pragma unroll
                     for (int i = 0; i < B_BOXES_PER_CTA; ++i) {
                         const int j = rank * B_BOXES_PER_CTA + i;
                         if constexpr (CLUSTER > 1)
-                            tma_load_2d_multicast(b + j * B_BOX_BYTES, &tma_b, &full[s], n0 + 64 * j, kt * BK,
+                            tma_load_2d_multicast(b + j * B_BOX_BYTES, &tma_b, &full[s], n0 + 64 * j, kc * BK,
                                                   (uint16_t)((1u << CLUSTER) - 1));
                         else
-                            tma_load_2d(b + j * B_BOX_BYTES, &tma_b, &full[s], n0 + 64 * j, kt * BK);
+                            tma_load_2d(b + j * B_BOX_BYTES, &tma_b, &full[s], n0 + 64 * j, kc * BK);
                     }
                 }
             };
-            for (int t = cluster; t < dp; t += clusters) {
+            bool rev = false;  // HG10_SERP: every other tile of the cluster loads last to first
+            for (int t = cluster; t < dp; t += clusters, rev = HG10_SERP && !rev) {
                 const int kt0 = t == cluster ? pre : 0;  // k-steps already loaded before the barrier
                 it += kt0;
-                load_steps(t, kt0, k_tiles);
+                load_steps(t, kt0, k_tiles, rev);
             }
             if constexpr (SK) {
                 int sk_lo, sk_hi;
                 sk_range(sk_lo, sk_hi);
                 for (int g = sk_lo; g < sk_hi;) {  // at most two pieces
                     const int kb = g % k_tiles, ke = min(k_tiles, kb + (sk_hi - g));
-                    load_steps(dp + g / k_tiles, kb, ke);
+                    load_steps(dp + g / k_tiles, kb, ke, false);
                     g += ke - kb;
                 }
             }
@@ -1045,7 +1064,8 @@ static bool make_map(CUtensorMap* map, const half* base, int rows, int cols, int
     const cuuint32_t elem_strides[2] = {1, 1};
     auto fn = encode_tiled();
     return fn && fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<half*>(base), dims, strides, box, elem_strides,
-                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                    HG10_PROMO128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 

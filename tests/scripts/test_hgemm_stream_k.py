@@ -1,5 +1,6 @@
-"""hgemm step 10 (reference_solutions/hgemm/10_stream_k_tail.cu) without a GPU: the kernels it shares
-with step 9 are step 9's machine code (the shapes that do not split the tail run step 9 itself), and
+"""hgemm step 10 (reference_solutions/hgemm/10_stream_k_tail.cu) without a GPU: with its three trims
+off, the kernels it shares with step 9 are step 9's machine code (the shapes that do not split the tail
+run step 9 itself), and
 the timeline probe (scripts/probes/hgemm_tail_trace.py) still finds every line it stamps."""
 from __future__ import annotations
 
@@ -36,19 +37,26 @@ def kernels(tmp_path, src, *defines: str) -> dict[str, list[tuple[str, int, int]
     return names
 
 
+# the trims added after step 10's first measurement (serpentine k order, uniform A descriptors), off
+TRIMS_OFF = ("-DHG10_SERP=0", "-DHG10_AUNI=0")
+
+
 @nvcc_test
 @needs_cuobjdump
 def test_the_kernels_step_10_shares_with_step_9_are_step_9s_machine_code(tmp_path):
     step9 = kernels(tmp_path, HGEMM / "09_one_wave.cu")
-    step10 = kernels(tmp_path, STEP10)
+    step10 = kernels(tmp_path, STEP10, *TRIMS_OFF)
     shared = ["one-wave 2", "one-wave 4", "persistent"]
     assert all(name in step9 and len(step9[name]) > 1000 for name in shared), sorted(step9)
     for name in shared:
         assert step10[name] == step9[name], f"{name} differs from step 9's"
     assert len(step10["persistent, stream-K"]) > len(step9["persistent"])
     # and built with the split switched off (HG10_SK = 0), the same
-    off = kernels(tmp_path, STEP10, "-DHG10_SK=0")
+    off = kernels(tmp_path, STEP10, "-DHG10_SK=0", *TRIMS_OFF)
     assert all(off[name] == step9[name] for name in shared)
+    # the trims, on by default, change every kernel's code (the one-wave kernels through AUNI only)
+    trimmed = kernels(tmp_path, STEP10)
+    assert all(trimmed[name] != step9[name] for name in shared)
 
 
 def test_the_timeline_probe_stamps_every_phase_of_the_current_source():
