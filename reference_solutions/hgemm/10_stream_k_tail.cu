@@ -1200,11 +1200,18 @@ static bool sk_workspace(int clusters) {
     return g_sk_flag != nullptr;
 }
 
-extern "C" int hgemm_stream_k_config(int M, int N, int K) {
-    if (choose_path(M, N, K) != PATH_STEP8) return 0;
+// The persistent grid's plan for M×N×K: the clusters resident at once, the clusters launched (as
+// many, or fewer when there are fewer cluster tiles) and those the stream-K tail spreads over (0: none).
+struct Step8Plan { int resident, clusters, n_sk; };
+static Step8Plan step8_plan(int M, int N, int K) {
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int ctiles = ((tiles_m + CLUSTER - 1) / CLUSTER) * tiles_n, resident = resident_step8();
-    return stream_k_clusters(ctiles, ctiles < resident ? ctiles : resident, (K + BK - 1) / BK);
+    const int clusters = ctiles < resident ? ctiles : resident;
+    return {resident, clusters, stream_k_clusters(ctiles, clusters, (K + BK - 1) / BK)};
+}
+
+extern "C" int hgemm_stream_k_config(int M, int N, int K) {
+    return choose_path(M, N, K) == PATH_STEP8 ? step8_plan(M, N, K).n_sk : 0;
 }
 
 // For a GPU session to print which kernel solve() would launch (ctypes); see choose_path.
@@ -1239,10 +1246,10 @@ extern "C" void solve(const half* A, const half* B, half* C, int M, int N, int K
         hgemm_fallback<<<grid, 256>>>(A, B, C, M, N, K);
         return;
     }
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     cudaLaunchAttribute attr[1];
 #if HG9_ONE_WAVE
     if (path > 0) {  // one wave of clusters of `path` CTAs, one tile each (every cluster resident)
+        const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
         cudaLaunchConfig_t cfg = launch_config(attr, path, SMEM9_BYTES);
         cfg.gridDim = dim3(path * (((tiles_m + path - 1) / path) * tiles_n));
 #if HG9_CLUSTER >= 4
@@ -1257,12 +1264,10 @@ extern "C" void solve(const half* A, const half* B, half* C, int M, int N, int K
 #endif
     // Step 8: the persistent grid, as many clusters as are resident at once (or fewer).
     cudaLaunchConfig_t cfg = launch_config(attr, CLUSTER, SMEM_BYTES);
-    const int ctiles = ((tiles_m + CLUSTER - 1) / CLUSTER) * tiles_n, resident = resident_step8();
-    const int clusters = ctiles < resident ? ctiles : resident;
-    cfg.gridDim = dim3(CLUSTER * clusters);
-    const int n_sk = stream_k_clusters(ctiles, clusters, (K + BK - 1) / BK);
-    if (n_sk > 0 && sk_workspace(resident)) {
-        cudaLaunchKernelEx(&cfg, hgemm_wgmma<true>, ma, mb, mc, C, M, N, K, g_sk_ws, g_sk_flag, n_sk);
+    const Step8Plan plan = step8_plan(M, N, K);
+    cfg.gridDim = dim3(CLUSTER * plan.clusters);
+    if (plan.n_sk > 0 && sk_workspace(plan.resident)) {
+        cudaLaunchKernelEx(&cfg, hgemm_wgmma<true>, ma, mb, mc, C, M, N, K, g_sk_ws, g_sk_flag, plan.n_sk);
         return;
     }
     cudaLaunchKernelEx(&cfg, hgemm_wgmma<false>, ma, mb, mc, C, M, N, K, (float*)nullptr, (int*)nullptr, 0);
