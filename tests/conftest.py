@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.build import toolkit
+from judge.build import sass, toolkit
 from judge.problem import abi, spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +24,11 @@ ARCHS = ("sm_90a", "sm_80")
 
 HAVE_NVCC = toolkit.nvcc_version() is not None
 skip_no_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="needs nvcc (the CUDA toolkit)")
+
+
+needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,
+                                     reason="needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
+                                            "nvidia-cuda-nvdisasm, or the CUDA toolkit)")
 
 
 def nvcc_test(f):
@@ -45,8 +50,6 @@ def load_script(path: Path):
 def sm90a_sass(tmp_path: Path, src: Path, *defines: str) -> dict:
     """`src` built as the judge builds it (judge/build/nvcc.py's flags) but into a cubin for sm_90a,
     disassembled and parsed by scripts/probes/sass_stalls.py: {mangled kernel name: its instructions}."""
-    from judge.build import sass
-
     out = tmp_path / f"{src.stem}{''.join(defines)}.cubin"
     subprocess.run(["nvcc", "-O3", "-std=c++17", "-lineinfo", "-cubin", "-DNVTX_DISABLE", *defines,
                     "-gencode", "arch=compute_90a,code=sm_90a", str(src), "-o", str(out)],

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, nvcc_test
+from conftest import PROBLEMS_DIR, SOLUTIONS_DIR, needs_cuobjdump, nvcc_test
 
 from judge.build import nvcc as build
 from judge.build import sass
@@ -13,9 +12,6 @@ from judge.build.cuda import CUDA
 from judge.problem import spec
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "cuobjdump_sass.txt"
-needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,
-                                     reason="needs cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump "
-                                            "nvidia-cuda-nvdisasm, or the CUDA toolkit)")
 
 HGEMM = "_Z12hgemm_kernelILb1EEvPK6__halfS2_PS0_iii"
 

@@ -7,12 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ROOT, load_script, nvcc_test, sm90a_sass
-
-from judge.build import sass
-
-needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,
-                                     reason="needs cuobjdump and nvdisasm (the dev extras install them)")
+from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
 
 HGEMM = ROOT / "reference_solutions" / "hgemm"
 STEP10 = HGEMM / "10_stream_k_tail.cu"

@@ -11,12 +11,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import ROOT, nvcc_test, sm90a_sass
-
-from judge.build import sass
-
-needs_cuobjdump = pytest.mark.skipif(sass.tool("cuobjdump") is None or sass.tool("nvdisasm") is None,
-                                     reason="needs cuobjdump and nvdisasm (the dev extras install them)")
+from conftest import ROOT, needs_cuobjdump, nvcc_test, sm90a_sass
 
 SOURCE = ROOT / "scripts" / "probes" / "flash_attn_split_tail.cu"
 HARNESS = r"""
