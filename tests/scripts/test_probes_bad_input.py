@@ -53,6 +53,12 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["hgemm_tail_trace.py", "--calls", "101"], "--calls 101: from 1 to 100"),
     (["hgemm_tail_trace.py", "--min-saved", "-1"], "--min-saved -1: 0 or more"),
     (["hgemm_tail_trace.py", "--out", "{bad}"], "is not a folder"),
+    (["fp8_coalescing.py"], "usage: fp8_coalescing.py write DIR"),
+    (["fp8_coalescing.py", "write", "{bad}"], "is not a folder"),
+    (["fp8_coalescing.py", "call", "{missing}"], "no such library"),
+    (["fp8_coalescing.py", "call", "{bad}", "1", "2", "x"], "M N K must be three whole numbers"),
+    (["fp8_coalescing.py", "call", "{bad}", "64", "64", "40"], "K a multiple of 16"),
+    (["fp8_coalescing.py", "call", "{bad}"], "is not a built fp8_gemm answer"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -174,7 +180,7 @@ void solve(const void* a, const void* b, void* c, int m, int n, int k) {}
 
 @pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"],
                                   ["graph_kernels.py", "sgemv"], ["l2_state.py", "softmax", "{lib}"],
-                                  ["flash_attn_split_tail.py"]])
+                                  ["flash_attn_split_tail.py"], ["fp8_coalescing.py", "call", "{lib}"]])
 def test_the_gpu_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
     import torch
 

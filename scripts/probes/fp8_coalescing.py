@@ -1,0 +1,168 @@
+"""Why cuBLAS's SMs read fewer L2 sectors than fp8_gemm step 8's: the L2 request coalescer (issue 21).
+
+    python3 scripts/probes/fp8_coalescing.py write DIR          # step 8's variants as .cu files in DIR
+    python3 scripts/probes/fp8_coalescing.py metrics            # the ncu --metrics list below
+    ncu --profile-from-start off --clock-control none --metrics "$(python3 scripts/probes/fp8_coalescing.py metrics)" \\
+        python3 scripts/probes/fp8_coalescing.py call LIB.so [M N K]
+
+`write` makes copies of `reference_solutions/fp8_gemm/08_wide_tile_144.cu` that change only how the
+tiles running at the same time line up (each .cu is a model answer: `judge compare` takes it as is):
+
+    group{G}_serp{S}     the raster's group G tile rows (step 8: 16) with FP8_SERP = S (step 8: 1)
+    cluster1             no clusters, no multicast (CLUSTER = 1)
+    round_barrier        every CTA's producer waits at each round's first tile until every CTA with a
+                         tile in that round has arrived (a counter in global memory, zeroed before each
+                         call by a 4-byte memset); round_barrier_serp0 the same with FP8_SERP = 0
+    pair_barrier         each producer waits for the cluster whose tile shares its A rows in the
+                         neighbouring column of the same round (a flag per cluster tile, zeroed by a
+                         memset before each call)
+
+`call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
+arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): two calls, checked
+against fp32 torch, then one inside a profiler range, so that ncu sees exactly that call.
+
+The metrics: the kernel's time, cycles and clock, DRAM bytes read, L2 sectors read by the SMs, and the
+L2 request coalescer's (LRC) read sectors that the SMs requested (`coalescable`) and that it merged
+with an identical request in flight (`achieved_type_hardware`; multicast's are `_programmatic`). On
+bad input one line and exit 2. The fp8_gemm README ("The L2 request coalescer") has what it showed.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+METRICS = ("gpu__time_duration.sum,sm__cycles_elapsed.max,gpc__cycles_elapsed.avg.per_second,dram__bytes_read.sum,"
+           "lts__t_sectors_srcunit_tex_op_read.sum,lrc__request_sectors_op_read_coalescable.sum,"
+           "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,"
+           "lrc__request_sectors_op_read_coalescing_achieved_type_programmatic.sum")
+
+GROUP = ("group_m = 16 / cm", "group_m = FP8_GROUP / cm")
+CLUSTER1 = ("constexpr int CLUSTER = 2;", "constexpr int CLUSTER = 1;")
+CONSTANTS = "constexpr int BM = 128, BK = 128, STAGES = 6;"
+TILE_LOOP = ("            bool rev = false;  // FP8_SERP: this tile's k-steps last to first\n"
+             "            for (int t = cluster; t < ctiles; t += clusters, rev = FP8_SERP && !rev) {\n")
+LAUNCH = "    cfg.gridDim = dim3(CLUSTER * clusters);\n    cudaLaunchKernelEx("
+SPIN = ("                        unsigned v;\n"
+        "                        do {{\n"
+        "                            asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"({flag}) : \"memory\");\n"
+        "                        }} while (v < {target});\n")
+
+ROUND = [
+    (CONSTANTS, "#ifndef FP8_LOCKSTEP\n#define FP8_LOCKSTEP 1\n#endif\n__device__ unsigned int g_lk_count;\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP.replace("            for (", "            unsigned lk_target = 0;\n            for (") +
+     "                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n"
+     "                    lk_target += CLUSTER * min(clusters, ctiles - (t - cluster));\n"
+     "                    atomicAdd(&g_lk_count, 1u);\n" +
+     SPIN.format(flag="&g_lk_count", target="lk_target").replace("    " * 6, "    " * 5) +
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* lk = nullptr;\n"
+             "    if (!lk) cudaGetSymbolAddress(&lk, g_lk_count);\n    cudaMemsetAsync(lk, 0, 4, 0);\n"
+             "    cudaLaunchKernelEx("),
+]
+PAIR = [
+    (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters && t < 8192) {  // pair: the tile in the same row, the neighbouring column\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n;\n"
+     "                    const int group = t / gsize, first_m = group * group_m, in_group = t % gsize;\n"
+     "                    const int rows = min(ctiles_m - first_m, group_m), col = in_group / rows;\n"
+     "                    const int partner = t + ((col & 1) ? -rows : rows);\n"
+     "                    atomicAdd(&g_pair_flags[t], 1u);\n"
+     "                    if (partner < ctiles && partner < 8192 && partner / gsize == group && partner / clusters == t / clusters) {\n" +
+     SPIN.format(flag="&g_pair_flags[partner]", target="(unsigned)CLUSTER") +
+     "                    }\n"
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* pf = nullptr;\n"
+             "    if (!pf) cudaGetSymbolAddress(&pf, g_pair_flags);\n"
+             "    cudaMemsetAsync(pf, 0, 4 * (p.ctiles < 8192 ? p.ctiles : 8192), 0);\n    cudaLaunchKernelEx("),
+]
+
+
+def fail(msg: str) -> None:
+    print(f"fp8_coalescing.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def patched(src: str, edits: list[tuple[str, str]]) -> str:
+    """src with each (old, new) applied; old must occur exactly once (else step 8 changed: say so)."""
+    for old, new in edits:
+        if src.count(old) != 1:
+            fail(f"{SOURCE.name} has {src.count(old)} copies of the line the variants change "
+                 f"({old.strip().splitlines()[0][:60]!r}), not 1: update this probe")
+        src = src.replace(old, new)
+    return src
+
+
+def variants(src: str) -> dict[str, str]:
+    """{file name: source} of every variant `write` makes."""
+    out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
+           for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
+    out["cluster1.cu"] = patched(src, [CLUSTER1])
+    out["round_barrier.cu"] = patched(src, ROUND)
+    out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
+    out["pair_barrier.cu"] = patched(src, PAIR)
+    return out
+
+
+def write(folder: str) -> None:
+    out = Path(folder)
+    if not out.is_dir():
+        fail(f"{folder} is not a folder")
+    for name, text in variants(SOURCE.read_text()).items():
+        (out / name).write_text(text)
+        print(out / name)
+
+
+def call(lib: str, shape: list[str]) -> None:
+    import ctypes
+
+    if not Path(lib).is_file():
+        fail(f"no such library: {lib}")
+    try:
+        m, n, k = (int(x) for x in shape) if shape else (8192, 8192, 8192)
+    except ValueError:
+        fail(f"M N K must be three whole numbers, not {' '.join(shape)}")
+    if min(m, n, k) <= 0 or k % 16:
+        fail(f"M N K = {m} {n} {k}: each above 0, K a multiple of 16")
+    try:
+        solve = ctypes.CDLL(lib).solve
+    except (OSError, AttributeError) as e:
+        fail(f"{lib} is not a built fp8_gemm answer: {str(e).splitlines()[0]}")
+    import torch
+
+    if not torch.cuda.is_available():
+        fail("no CUDA device answered")
+    solve.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3
+    a = (torch.randn(m, k, device="cuda") * 16).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device="cuda") * 16).to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor([0.01], device="cuda"), torch.tensor([0.01], device="cuda")
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+    def run() -> None:
+        solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)
+
+    run(); run(); torch.cuda.synchronize()
+    ref = a.float() @ b.float().t() * 1e-4
+    err = (c.float() - ref).abs().max().item()
+    print(f"{lib} at {m}x{n}x{k}: max |C - fp32| = {err:.4g} (bf16's step at the largest |C|: "
+          f"{ref.abs().max().item() * 2 ** -8:.4g})", flush=True)
+    prof = torch.cuda.cudart()
+    prof.cudaProfilerStart(); run(); torch.cuda.synchronize(); prof.cudaProfilerStop()
+
+
+def main(argv: list[str]) -> None:
+    usage = "usage: fp8_coalescing.py write DIR | metrics | call LIB.so [M N K]"
+    if argv[:1] == ["write"] and len(argv) == 2:
+        write(argv[1])
+    elif argv == ["metrics"]:
+        print(METRICS)
+    elif argv[:1] == ["call"] and len(argv) in (2, 5):
+        call(argv[1], argv[2:])
+    else:
+        fail(usage)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

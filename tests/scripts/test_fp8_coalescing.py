@@ -1,0 +1,58 @@
+"""scripts/probes/fp8_coalescing.py without a GPU: `write` makes every variant of fp8_gemm step 8 it
+names; the raster variant at step 8's own group and k order is step 8's machine code (so the variants
+change only what they say); the two barrier variants build clean for sm_90a; a step 8 without the
+lines it changes is one line and exit 2."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
+
+PROBE = ROOT / "scripts" / "probes" / "fp8_coalescing.py"
+STEP8 = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} | {
+    "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "pair_barrier.cu"}
+
+
+def test_write_makes_every_variant(tmp_path):
+    r = subprocess.run(["python3", str(PROBE), "write", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in tmp_path.iterdir()} == NAMES
+    assert len(r.stdout.splitlines()) == len(NAMES)
+    assert "g_lk_count" in (tmp_path / "round_barrier.cu").read_text()
+    assert (tmp_path / "round_barrier_serp0.cu").read_text().startswith("#define FP8_SERP 0\n")
+    assert "constexpr int CLUSTER = 1;" in (tmp_path / "cluster1.cu").read_text()
+
+
+def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(capsys):
+    probe = load_script(PROBE)
+    text = STEP8.read_text().replace("group_m = 16 / cm", "group_m = 8 / cm")
+    with pytest.raises(SystemExit) as e:
+        probe.variants(text)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "0 copies" in err and "update this probe" in err and len(err.splitlines()) == 1
+
+
+@nvcc_test
+@needs_cuobjdump
+def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(tmp_path):
+    src = tmp_path / "group16_serp1.cu"
+    src.write_text(load_script(PROBE).variants(STEP8.read_text())[src.name])
+    same, step8 = sm90a_sass(tmp_path, src), sm90a_sass(tmp_path, STEP8)
+    assert len(step8) >= 2 and same.keys() == step8.keys()
+    for name, code in step8.items():
+        assert [(x.text, x.lo, x.hi) for x in same[name]] == [(x.text, x.lo, x.hi) for x in code], name
+
+
+@nvcc_test
+@pytest.mark.parametrize("name", ["round_barrier.cu", "pair_barrier.cu"])
+def test_the_barrier_variants_build_clean_for_sm90a(tmp_path, name):
+    src = tmp_path / name
+    src.write_text(load_script(PROBE).variants(STEP8.read_text())[name])
+    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
+                        "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    spills = [line for line in r.stderr.splitlines() if "spill" in line]
+    assert len(spills) >= 2 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
