@@ -12,7 +12,11 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
     cluster1             no clusters, no multicast (CLUSTER = 1)
     round_barrier        every CTA's producer waits at each round's first tile until every CTA with a
                          tile in that round has arrived (a counter in global memory, zeroed before each
-                         call by a 4-byte memset); round_barrier_serp0 the same with FP8_SERP = 0
+                         call by a 4-byte memset); round_barrier_serp0 the same with FP8_SERP = 0;
+                         round_barrier_every4 only at every fourth round's first tile
+    row_barrier          each producer waits until the clusters of its round on its tile row (the
+                         ones that read its A rows) have arrived; it counts them in a loop over the
+                         round's tiles (a counter per round and row, zeroed by a 32 KB memset)
     pair_barrier         each producer waits for the cluster whose tile shares its A rows in the
                          neighbouring column of the same round (a flag per cluster tile, zeroed by a
                          memset before each call)
@@ -61,6 +65,31 @@ ROUND = [
              "    if (!lk) cudaGetSymbolAddress(&lk, g_lk_count);\n    cudaMemsetAsync(lk, 0, 4, 0);\n"
              "    cudaLaunchKernelEx("),
 ]
+ROUND_EVERY4 = ("                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n",
+                "                if (FP8_LOCKSTEP && t >= clusters && (t / clusters) % 4 == 0) {  // every 4th round\n")
+ROW = [
+    (CONSTANTS, "__device__ unsigned int g_row_count[8192];\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters) {  // the clusters of this round on the same tile row start together\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n, r = t / clusters;\n"
+     "                    const int group = t / gsize, in_group = t % gsize;\n"
+     "                    const int rows = min(ctiles_m - group * group_m, group_m), row = in_group % rows;\n"
+     "                    const int first = r * clusters, last = min(first + clusters, ctiles);\n"
+     "                    const int key = (r * 2 + group - first / gsize) * group_m + row;\n"
+     "                    if (key < 8192) {\n"
+     "                        unsigned n = 0;\n"
+     "                        for (int u = first; u < last; ++u) {\n"
+     "                            const int ug = u / gsize, ur = min(ctiles_m - ug * group_m, group_m);\n"
+     "                            n += (ug == group && (u % gsize) % ur == row) ? CLUSTER : 0;\n"
+     "                        }\n"
+     "                        atomicAdd(&g_row_count[key], 1u);\n" +
+     SPIN.format(flag="&g_row_count[key]", target="n") +
+     "                    }\n"
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* rc = nullptr;\n"
+             "    if (!rc) cudaGetSymbolAddress(&rc, g_row_count);\n"
+             "    cudaMemsetAsync(rc, 0, sizeof(unsigned) * 8192, 0);\n    cudaLaunchKernelEx("),
+]
 PAIR = [
     (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -102,6 +131,8 @@ def variants(src: str) -> dict[str, str]:
     out["cluster1.cu"] = patched(src, [CLUSTER1])
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
+    out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])
+    out["row_barrier.cu"] = patched(src, ROW)
     out["pair_barrier.cu"] = patched(src, PAIR)
     return out
 

@@ -1,6 +1,6 @@
 """scripts/probes/fp8_coalescing.py without a GPU: `write` makes every variant of fp8_gemm step 8 it
 names; the raster variant at step 8's own group and k order is step 8's machine code (so the variants
-change only what they say); the two barrier variants build clean for sm_90a; a step 8 without the
+change only what they say); the barrier variants build clean for sm_90a; a step 8 without the
 lines it changes is one line and exit 2."""
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
 PROBE = ROOT / "scripts" / "probes" / "fp8_coalescing.py"
 STEP8 = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
 NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} | {
-    "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "pair_barrier.cu"}
+    "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "row_barrier.cu",
+    "pair_barrier.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -47,7 +48,7 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(tmp_path
 
 
 @nvcc_test
-@pytest.mark.parametrize("name", ["round_barrier.cu", "pair_barrier.cu"])
+@pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "row_barrier.cu", "pair_barrier.cu"])
 def test_the_barrier_variants_build_clean_for_sm90a(tmp_path, name):
     src = tmp_path / name
     src.write_text(load_script(PROBE).variants(STEP8.read_text())[name])
