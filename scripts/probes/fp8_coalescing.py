@@ -32,11 +32,14 @@ bad input one line and exit 2. The fp8_gemm README ("The L2 request coalescer") 
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+import probe_args  # this folder's
+
+PROBE = "fp8_coalescing.py"
+SOURCE = probe_args.ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
 METRICS = ("gpu__time_duration.sum,sm__cycles_elapsed.max,gpc__cycles_elapsed.avg.per_second,dram__bytes_read.sum,"
            "lts__t_sectors_srcunit_tex_op_read.sum,lrc__request_sectors_op_read_coalescable.sum,"
            "lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum,"
@@ -109,16 +112,11 @@ PAIR = [
 ]
 
 
-def fail(msg: str) -> None:
-    print(f"fp8_coalescing.py: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def patched(src: str, edits: list[tuple[str, str]]) -> str:
     """src with each (old, new) applied; old must occur exactly once (else step 8 changed: say so)."""
     for old, new in edits:
         if src.count(old) != 1:
-            fail(f"{SOURCE.name} has {src.count(old)} copies of the line the variants change "
+            probe_args.fail(PROBE, f"{SOURCE.name} has {src.count(old)} copies of the line the variants change "
                  f"({old.strip().splitlines()[0][:60]!r}), not 1: update this probe")
         src = src.replace(old, new)
     return src
@@ -140,32 +138,25 @@ def variants(src: str) -> dict[str, str]:
 def write(folder: str) -> None:
     out = Path(folder)
     if not out.is_dir():
-        fail(f"{folder} is not a folder")
+        probe_args.fail(PROBE, f"{folder} is not a folder")
     for name, text in variants(SOURCE.read_text()).items():
         (out / name).write_text(text)
         print(out / name)
 
 
 def call(lib: str, shape: list[str]) -> None:
-    import ctypes
-
-    if not Path(lib).is_file():
-        fail(f"no such library: {lib}")
     try:
         m, n, k = (int(x) for x in shape) if shape else (8192, 8192, 8192)
     except ValueError:
-        fail(f"M N K must be three whole numbers, not {' '.join(shape)}")
+        probe_args.fail(PROBE, f"M N K must be three whole numbers, not {' '.join(shape)}")
     if min(m, n, k) <= 0 or k % 16:
-        fail(f"M N K = {m} {n} {k}: each above 0, K a multiple of 16")
+        probe_args.fail(PROBE, f"M N K = {m} {n} {k}: each above 0, K a multiple of 16")
     try:
-        solve = ctypes.CDLL(lib).solve
-    except (OSError, AttributeError) as e:
-        fail(f"{lib} is not a built fp8_gemm answer: {str(e).splitlines()[0]}")
-    import torch
-
-    if not torch.cuda.is_available():
-        fail("no CUDA device answered")
-    solve.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3
+        solve = probe_args.load_library(Path(lib), {"solve": [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3},
+                                        "fp8_gemm").solve
+    except ValueError as e:
+        probe_args.fail(PROBE, str(e))
+    torch = probe_args.cuda_torch(PROBE)
     a = (torch.randn(m, k, device="cuda") * 16).to(torch.float8_e4m3fn)
     b = (torch.randn(n, k, device="cuda") * 16).to(torch.float8_e4m3fn)
     sa, sb = torch.tensor([0.01], device="cuda"), torch.tensor([0.01], device="cuda")
@@ -177,7 +168,7 @@ def call(lib: str, shape: list[str]) -> None:
     run(); run(); torch.cuda.synchronize()
     ref = a.float() @ b.float().t() * 1e-4
     err = (c.float() - ref).abs().max().item()
-    print(f"{lib} at {m}x{n}x{k}: max |C - fp32| = {err:.4g} (bf16's step at the largest |C|: "
+    print(f"{lib} at {m}x{n}x{k}: max |C - fp32| = {err:.4g} (half a bf16 step at the largest |C|: "
           f"{ref.abs().max().item() * 2 ** -8:.4g})", flush=True)
     prof = torch.cuda.cudart()
     prof.cudaProfilerStart(); run(); torch.cuda.synchronize(); prof.cudaProfilerStop()
@@ -192,7 +183,7 @@ def main(argv: list[str]) -> None:
     elif argv[:1] == ["call"] and len(argv) in (2, 5):
         call(argv[1], argv[2:])
     else:
-        fail(usage)
+        probe_args.fail(PROBE, usage)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,13 @@ from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
 
 PROBE = ROOT / "scripts" / "probes" / "fp8_coalescing.py"
 STEP8 = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+@pytest.fixture
+def probe(monkeypatch):
+    """The probe as a module (it imports its folder's probe_args, as it does when run)."""
+    monkeypatch.syspath_prepend(str(PROBE.parent))
+    return load_script(PROBE)
+
+
 NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} | {
     "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "row_barrier.cu",
     "pair_barrier.cu"}
@@ -26,8 +33,7 @@ def test_write_makes_every_variant(tmp_path):
     assert "constexpr int CLUSTER = 1;" in (tmp_path / "cluster1.cu").read_text()
 
 
-def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(capsys):
-    probe = load_script(PROBE)
+def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys):
     text = STEP8.read_text().replace("group_m = 16 / cm", "group_m = 8 / cm")
     with pytest.raises(SystemExit) as e:
         probe.variants(text)
@@ -38,9 +44,9 @@ def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(capsys):
 
 @nvcc_test
 @needs_cuobjdump
-def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(tmp_path):
+def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, tmp_path):
     src = tmp_path / "group16_serp1.cu"
-    src.write_text(load_script(PROBE).variants(STEP8.read_text())[src.name])
+    src.write_text(probe.variants(STEP8.read_text())[src.name])
     same, step8 = sm90a_sass(tmp_path, src), sm90a_sass(tmp_path, STEP8)
     assert len(step8) >= 2 and same.keys() == step8.keys()
     for name, code in step8.items():
@@ -49,9 +55,9 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(tmp_path
 
 @nvcc_test
 @pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "row_barrier.cu", "pair_barrier.cu"])
-def test_the_barrier_variants_build_clean_for_sm90a(tmp_path, name):
+def test_the_barrier_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
-    src.write_text(load_script(PROBE).variants(STEP8.read_text())[name])
+    src.write_text(probe.variants(STEP8.read_text())[name])
     r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
                         "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr

@@ -55,10 +55,10 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["hgemm_tail_trace.py", "--out", "{bad}"], "is not a folder"),
     (["fp8_coalescing.py"], "usage: fp8_coalescing.py write DIR"),
     (["fp8_coalescing.py", "write", "{bad}"], "is not a folder"),
-    (["fp8_coalescing.py", "call", "{missing}"], "no such library"),
+    (["fp8_coalescing.py", "call", "{missing}"], "no such file"),
     (["fp8_coalescing.py", "call", "{bad}", "1", "2", "x"], "M N K must be three whole numbers"),
     (["fp8_coalescing.py", "call", "{bad}", "64", "64", "40"], "K a multiple of 16"),
-    (["fp8_coalescing.py", "call", "{bad}"], "is not a built fp8_gemm answer"),
+    (["fp8_coalescing.py", "call", "{bad}"], "is not a built model answer"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
