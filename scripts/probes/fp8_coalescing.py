@@ -13,7 +13,9 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
     round_barrier        every CTA's producer waits at each round's first tile until every CTA with a
                          tile in that round has arrived (a counter in global memory, zeroed before each
                          call by a 4-byte memset); round_barrier_serp0 the same with FP8_SERP = 0;
-                         round_barrier_every4 only at every fourth round's first tile
+                         round_barrier_every4 only at every fourth round's first tile;
+                         round_quorum released when all but 12 of the arrivals due are in (written
+                         2026-11-29 after the others' runs; not yet run on a GPU)
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
                          round's tiles (a counter per round and row, zeroed by a 32 KB memset)
@@ -70,6 +72,8 @@ ROUND = [
 ]
 ROUND_EVERY4 = ("                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n",
                 "                if (FP8_LOCKSTEP && t >= clusters && (t / clusters) % 4 == 0) {  // every 4th round\n")
+ROUND_QUORUM = ("                    } while (v < lk_target);\n",
+                "                    } while (v + 12 < lk_target);  // all but 12 arrivals (stragglers hold no one)\n")
 ROW = [
     (CONSTANTS, "__device__ unsigned int g_row_count[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -130,6 +134,7 @@ def variants(src: str) -> dict[str, str]:
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
     out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])
+    out["round_quorum.cu"] = patched(out["round_barrier.cu"], [ROUND_QUORUM])
     out["row_barrier.cu"] = patched(src, ROW)
     out["pair_barrier.cu"] = patched(src, PAIR)
     return out

@@ -19,8 +19,8 @@ def probe(monkeypatch):
 
 
 NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} | {
-    "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "row_barrier.cu",
-    "pair_barrier.cu"}
+    "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "round_quorum.cu",
+    "row_barrier.cu", "pair_barrier.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -54,7 +54,8 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, t
 
 
 @nvcc_test
-@pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "row_barrier.cu", "pair_barrier.cu"])
+@pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "round_quorum.cu", "row_barrier.cu",
+                                  "pair_barrier.cu"])
 def test_the_barrier_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text())[name])
