@@ -29,7 +29,8 @@ against fp32 torch, then one inside a profiler range, so that ncu sees exactly t
 
 The metrics: the kernel's time, cycles and clock, DRAM bytes read, L2 sectors read by the SMs, and the
 L2 request coalescer's (LRC) read sectors that the SMs requested (`coalescable`) and that it merged
-with an identical request in flight (`achieved_type_hardware`; multicast's are `_programmatic`). On
+with other requests for the same sectors reaching it close together (`achieved_type_hardware`; a
+multicast's are `_programmatic`). On
 bad input one line and exit 2. The fp8_gemm README ("The L2 request coalescer") has what it showed.
 """
 from __future__ import annotations
