@@ -5,12 +5,15 @@ lines it changes is one line and exit 2."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
 
 PROBE = ROOT / "scripts" / "probes" / "fp8_coalescing.py"
 STEP8 = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+
+
 @pytest.fixture
 def probe(monkeypatch):
     """The probe as a module (it imports its folder's probe_args, as it does when run)."""
@@ -24,7 +27,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
 
 
 def test_write_makes_every_variant(tmp_path):
-    r = subprocess.run(["python3", str(PROBE), "write", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, str(PROBE), "write", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert {p.name for p in tmp_path.iterdir()} == NAMES
     assert len(r.stdout.splitlines()) == len(NAMES)
