@@ -14,8 +14,8 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
                          tile in that round has arrived (a counter in global memory, zeroed before each
                          call by a 4-byte memset); round_barrier_serp0 the same with FP8_SERP = 0;
                          round_barrier_every4 only at every fourth round's first tile;
-                         round_quorum released when all but 12 of the arrivals due are in (written
-                         2026-11-29 after the others' runs; not yet run on a GPU)
+                         round_quorum{Q} released when all but Q (4, 12, 32) of the arrivals due are in;
+                         round_timeout{C} released after C (1500, 3000) cycles of the SM's clock at most
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
                          round's tiles (a counter per round and row, zeroed by a 32 KB memset)
@@ -54,6 +54,8 @@ CLUSTER1 = ("constexpr int CLUSTER = 2;", "constexpr int CLUSTER = 1;")
 CONSTANTS = "constexpr int BM = 128, BK = 128, STAGES = 6;"
 TILE_LOOP = ("            bool rev = false;  // FP8_SERP: this tile's k-steps last to first\n"
              "            for (int t = cluster; t < ctiles; t += clusters, rev = FP8_SERP && !rev) {\n")
+QUORUMS = (4, 12, 32)  # arrivals (two a cluster) a round barrier may go without
+TIMEOUTS = (1500, 3000)  # SM cycles a round barrier waits at most (a k-step at 8192³: ~700)
 LAUNCH = "    cfg.gridDim = dim3(CLUSTER * clusters);\n    cudaLaunchKernelEx("
 
 
@@ -79,8 +81,21 @@ ROUND = [
 ]
 ROUND_EVERY4 = ("                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n",
                 "                if (FP8_LOCKSTEP && t >= clusters && (t / clusters) % 4 == 0) {  // every 4th round\n")
-ROUND_QUORUM = ("                    } while (v < lk_target);\n",
-                "                    } while (v + 12 < lk_target);  // all but 12 arrivals (stragglers hold no one)\n")
+WAIT_END = "                    } while (v < lk_target);\n"
+
+
+def round_quorum(q: int) -> tuple[str, str]:
+    """The round barrier's wait, released when all but q of the arrivals due are in."""
+    return WAIT_END, f"                    }} while (v + {q} < lk_target);  // all but {q} arrivals (stragglers hold no one)\n"
+
+
+def round_timeout(cycles: int) -> list[tuple[str, str]]:
+    """The round barrier's wait, given up after `cycles` of the SM's clock (a straggler holds the rest that long at most)."""
+    return [("                    unsigned v;\n",
+             "                    unsigned v;\n                    const long long lk_t0 = clock64();\n"),
+            (WAIT_END, f"                    }} while (v < lk_target && clock64() - lk_t0 < {cycles});  // at most {cycles} cycles\n")]
+
+
 ROW = [
     (CONSTANTS, "__device__ unsigned int g_row_count[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -141,7 +156,10 @@ def variants(src: str) -> dict[str, str]:
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
     out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])
-    out["round_quorum.cu"] = patched(out["round_barrier.cu"], [ROUND_QUORUM])
+    for q in QUORUMS:
+        out[f"round_quorum{q}.cu"] = patched(out["round_barrier.cu"], [round_quorum(q)])
+    for c in TIMEOUTS:
+        out[f"round_timeout{c}.cu"] = patched(out["round_barrier.cu"], round_timeout(c))
     out["row_barrier.cu"] = patched(src, ROW)
     out["pair_barrier.cu"] = patched(src, PAIR)
     return out
