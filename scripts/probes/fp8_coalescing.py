@@ -9,6 +9,9 @@
 tiles running at the same time line up (each .cu is a model answer: `judge compare` takes it as is):
 
     group{G}_serp{S}     the raster's group G tile rows (step 8: 16) with FP8_SERP = S (step 8: 1)
+    hgroup{G}_serp{S}    the transposed raster: groups of G cluster-tile columns, row by row inside a
+                         group (a round's tiles then share A rows, which are not multicast, with more
+                         tiles: the requests the coalescer can merge), FP8_SERP = S
     cluster1             no clusters, no multicast (CLUSTER = 1)
     round_barrier        every CTA's producer waits at each round's first tile until every CTA with a
                          tile in that round has arrived (a counter in global memory, zeroed before each
@@ -18,7 +21,8 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
                          round_timeout{C} released after C (1500, 3000) cycles of the SM's clock at most
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
-                         round's tiles (a counter per round and row, zeroed by a 32 KB memset)
+                         round's tiles (a counter per round and row, zeroed by a 32 KB memset);
+                         row_barrier_o1 the same count in closed form (a few divisions a tile)
     pair_barrier         each producer waits for the cluster whose tile shares its A rows in the
                          neighbouring column of the same round (a flag per cluster tile, zeroed by a
                          memset before each call)
@@ -50,6 +54,15 @@ METRICS = ("gpu__time_duration.sum,sm__cycles_elapsed.max,gpc__cycles_elapsed.av
            "lrc__request_sectors_op_read_coalescing_achieved_type_programmatic.sum")
 
 GROUP = ("group_m = 16 / cm", "group_m = FP8_GROUP / cm")
+RASTER = ("    const int group = t / (group_m * ctiles_n), first_m = group * group_m;\n"
+          "    const int rows = min(ctiles_m - first_m, group_m), in_group = t % (group_m * ctiles_n);\n"
+          "    m0 = (cm * (first_m + in_group % rows) + (along_n ? 0 : rank)) * BM;\n"
+          "    n0 = (cn * (in_group / rows) + (along_n ? rank : 0)) * BN;\n")
+HRASTER = (RASTER, "    (void)group_m;  // groups of FP8_HGROUP cluster-tile columns, row by row inside a group\n"
+                   "    const int group = t / (FP8_HGROUP * ctiles_m), first_n = group * FP8_HGROUP;\n"
+                   "    const int cols = min(ctiles_n - first_n, FP8_HGROUP), in_group = t % (FP8_HGROUP * ctiles_m);\n"
+                   "    m0 = (cm * (in_group / cols) + (along_n ? 0 : rank)) * BM;\n"
+                   "    n0 = (cn * (first_n + in_group % cols) + (along_n ? rank : 0)) * BN;\n")
 CLUSTER1 = ("constexpr int CLUSTER = 2;", "constexpr int CLUSTER = 1;")
 CONSTANTS = "constexpr int BM = 128, BK = 128, STAGES = 6;"
 TILE_LOOP = ("            bool rev = false;  // FP8_SERP: this tile's k-steps last to first\n"
@@ -119,6 +132,27 @@ ROW = [
              "    if (!rc) cudaGetSymbolAddress(&rc, g_row_count);\n"
              "    cudaMemsetAsync(rc, 0, sizeof(unsigned) * 8192, 0);\n    cudaLaunchKernelEx("),
 ]
+ROW_O1 = [  # ROW with the count in closed form: per tile a few divisions, no loop over the round
+    ROW[0],
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters) {  // the clusters of this round on the same tile row start together\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n, r = t / clusters;\n"
+     "                    const int group = t / gsize, g0 = group * gsize;\n"
+     "                    const int rows = min(ctiles_m - group * group_m, group_m), row = (t - g0) % rows;\n"
+     "                    // this round's cluster tiles inside this group, from its start: [a, b); those on\n"
+     "                    // this row are the x there with x % rows == row (fewer than x: f(x) below)\n"
+     "                    const int a = max(r * clusters, g0) - g0;\n"
+     "                    const int b = min(min((r + 1) * clusters, ctiles), g0 + rows * ctiles_n) - g0;\n"
+     "                    const int fb = b > row ? (b - row - 1) / rows + 1 : 0, fa = a > row ? (a - row - 1) / rows + 1 : 0;\n"
+     "                    const unsigned n = CLUSTER * (unsigned)(fb - fa);\n"
+     "                    const int key = (r * 2 + group - (r * clusters) / gsize) * group_m + row;\n"
+     "                    if (key < 8192) {\n"
+     "                        atomicAdd(&g_row_count[key], 1u);\n" +
+     spin("&g_row_count[key]", "n", 24) +
+     "                    }\n"
+     "                }\n"),
+    ROW[2],
+]
 PAIR = [
     (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -152,6 +186,8 @@ def variants(src: str) -> dict[str, str]:
     """{file name: source} of every variant `write` makes."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
+    out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
+                for g in (4, 8, 16, 32) for s in (0, 1)})
     out["cluster1.cu"] = patched(src, [CLUSTER1])
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
@@ -161,6 +197,7 @@ def variants(src: str) -> dict[str, str]:
     for c in TIMEOUTS:
         out[f"round_timeout{c}.cu"] = patched(out["round_barrier.cu"], round_timeout(c))
     out["row_barrier.cu"] = patched(src, ROW)
+    out["row_barrier_o1.cu"] = patched(src, ROW_O1)
     out["pair_barrier.cu"] = patched(src, PAIR)
     return out
 

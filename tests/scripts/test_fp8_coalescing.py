@@ -1,6 +1,6 @@
 """scripts/probes/fp8_coalescing.py without a GPU: `write` makes every variant of fp8_gemm step 8 it
 names; the raster variant at step 8's own group and k order is step 8's machine code (so the variants
-change only what they say); the barrier variants build clean for sm_90a; a step 8 without the
+change only what they say); the barrier variants and a transposed raster build clean for sm_90a; a step 8 without the
 lines it changes is one line and exit 2."""
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ def probe(monkeypatch):
 
 
 NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} | {
+    f"hgroup{g}_serp{s}.cu" for g in (4, 8, 16, 32) for s in (0, 1)} | {
     "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "round_quorum4.cu",
     "round_quorum12.cu", "round_quorum32.cu", "round_timeout1500.cu", "round_timeout3000.cu", "row_barrier.cu",
-    "pair_barrier.cu"}
+    "row_barrier_o1.cu", "pair_barrier.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -37,6 +38,7 @@ def test_write_makes_every_variant(tmp_path):
     assert "constexpr int CLUSTER = 1;" in (tmp_path / "cluster1.cu").read_text()
     assert "while (v + 12 < lk_target)" in (tmp_path / "round_quorum12.cu").read_text()
     assert "while (v < lk_target && clock64() - lk_t0 < 3000)" in (tmp_path / "round_timeout3000.cu").read_text()
+    assert (tmp_path / "hgroup8_serp0.cu").read_text().startswith("#define FP8_SERP 0\n#define FP8_HGROUP 8\n")
 
 
 def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys):
@@ -61,8 +63,9 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, t
 
 @nvcc_test
 @pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "round_quorum12.cu",
-                                  "round_timeout1500.cu", "row_barrier.cu", "pair_barrier.cu"])
-def test_the_barrier_variants_build_clean_for_sm90a(probe, tmp_path, name):
+                                  "round_timeout1500.cu", "row_barrier.cu", "row_barrier_o1.cu",
+                                  "pair_barrier.cu", "hgroup16_serp1.cu"])
+def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text())[name])
     r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
