@@ -2,6 +2,7 @@
 
     python3 scripts/probes/fp8_coalescing.py write DIR          # step 8's variants as .cu files in DIR
     python3 scripts/probes/fp8_coalescing.py metrics            # the ncu --metrics list below
+    python3 scripts/probes/fp8_coalescing.py trace TRACE.so [M N K]   # sharers' load times, GPCs
     ncu --profile-from-start off --clock-control none --metrics "$(python3 scripts/probes/fp8_coalescing.py metrics)" \\
         python3 scripts/probes/fp8_coalescing.py call LIB.so [M N K]
 
@@ -19,6 +20,9 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
                          round_barrier_every4 only at every fourth round's first tile;
                          round_quorum{Q} released when all but Q (4, 12, 32) of the arrivals due are in;
                          round_timeout{C} released after C (1500, 3000) cycles of the SM's clock at most
+    trace                step 8 recording when each CTA's producer issues k-steps 0, K/2 and the last
+                         of each tile, on which SM, and for which A rows (for `trace`);
+                         trace_round_barrier the same of round_barrier
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
                          round's tiles (a counter per round and row, zeroed by a 32 KB memset);
@@ -31,6 +35,12 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked
 against fp32 torch, then gemm_ncu.py's way of profiling (two calls, then one inside a profiler range),
 so that ncu sees exactly that call.
+
+`trace TRACE.so [M N K]` (TRACE.so built from `write`'s trace.cu the same way): which SMs share a GPC
+(the CTAs of a cluster of 16 always do), then one traced call after two untraced ones, and how far
+apart in time the CTAs that read the same A rows in the same round issue their loads (the sharers,
+whose requests the coalescer can merge), whether they run in one GPC, and the same spread for whole
+rounds.
 
 The metrics: the kernel's time, cycles and clock, DRAM bytes read, L2 sectors read by the SMs, and the
 L2 request coalescer's (LRC) read sectors that the SMs requested (`coalescable`) and that it merged
@@ -153,6 +163,90 @@ ROW_O1 = [  # ROW with the count in closed form: per tile a few divisions, no lo
      "                }\n"),
     ROW[2],
 ]
+EMPTY_WAIT = "                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);\n"
+TRACE_HOST = r"""
+// fp8_coalescing.py's trace: the entries of the last call, and which SMs share a GPC.
+extern "C" int fp8_trace(unsigned long long* out, int n) {
+    if (n < 0 || n > 4 * 2 * TRACE_TILES) return -1;
+    return cudaMemcpyFromSymbol(out, g_trace, sizeof(unsigned long long) * n) == cudaSuccess ? 0 : -1;
+}
+
+__global__ void where_sm(int* out) {
+    extern __shared__ char pad[];  // 200 KB: one CTA an SM, so a cluster of 16 takes 16 SMs
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    pad[threadIdx.x] = 0;
+    if (threadIdx.x == 0) out[blockIdx.x] = (int)sm;
+}
+
+static int root(int* parent, int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+// group[sm]: the smallest SM id of its group; the CTAs of a cluster run in one GPC, so SMs that ran
+// one cluster of 16 (over 64 launches of 16 such clusters) share a GPC. An SM never in a cluster of
+// 16 is its own group. Returns the number of groups, or -1 where a cluster of 16 cannot launch.
+extern "C" int gpc_groups(int* group, int max_sm) {
+    if (max_sm <= 0 || max_sm > 1024) return -1;
+    const int smem = 200 * 1024, ctas = 16 * 16;
+    if (cudaFuncSetAttribute(where_sm, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
+        cudaFuncSetAttribute(where_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
+        return -1;
+    int* d = nullptr;
+    if (cudaMalloc(&d, ctas * sizeof(int)) != cudaSuccess) return -1;
+    int parent[1024], sms[16 * 16];
+    for (int i = 0; i < max_sm; ++i) parent[i] = i;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 16;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(ctas);
+    cfg.blockDim = dim3(32);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    for (int rep = 0; rep < 64; ++rep) {
+        if (cudaLaunchKernelEx(&cfg, where_sm, d) != cudaSuccess ||
+            cudaMemcpy(sms, d, sizeof sms, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            cudaFree(d);
+            return -1;
+        }
+        for (int i = 0; i < ctas; ++i)
+            if (sms[i] < max_sm && sms[i - i % 16] < max_sm) parent[root(parent, sms[i])] = root(parent, sms[i - i % 16]);
+    }
+    cudaFree(d);
+    int groups = 0;
+    for (int i = 0; i < max_sm; ++i) {
+        group[i] = root(parent, i);
+        groups += group[i] == i;
+    }
+    for (int i = 0; i < max_sm; ++i) {  // label by the smallest member
+        int lo = i;
+        for (int j = 0; j < max_sm; ++j)
+            if (group[j] == group[i] && j < lo) lo = j;
+        group[i] = lo;
+    }
+    return groups;
+}
+"""
+TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-steps 0, K/2 and the last
+    (CONSTANTS, "#define TRACE_TILES 8192\n__device__ unsigned long long g_trace[4 * 2 * TRACE_TILES];\n" + CONSTANTS),
+    (EMPTY_WAIT, EMPTY_WAIT +
+     "                    if (t < TRACE_TILES && (kt == 0 || kt == k_tiles / 2 || kt == k_tiles - 1)) {\n"
+     "                        unsigned long long now;  // entry: three times (ns), then smid << 48 | round << 32 | m0\n"
+     "                        asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(now));\n"
+     "                        unsigned long long* e = g_trace + 4 * (2 * t + rank);\n"
+     "                        e[kt == 0 ? 0 : kt == k_tiles - 1 ? 2 : 1] = now;\n"
+     "                        if (kt == 0) {\n"
+     "                            unsigned sm;\n"
+     "                            asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
+     "                            e[3] = (unsigned long long)sm << 48 | (unsigned long long)(t / clusters) << 32 | (unsigned)m0;\n"
+     "                        }\n"
+     "                    }\n"),
+]
 PAIR = [
     (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -199,6 +293,8 @@ def variants(src: str) -> dict[str, str]:
     out["row_barrier.cu"] = patched(src, ROW)
     out["row_barrier_o1.cu"] = patched(src, ROW_O1)
     out["pair_barrier.cu"] = patched(src, PAIR)
+    out["trace.cu"] = patched(src, TRACE) + TRACE_HOST
+    out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_HOST
     return out
 
 
@@ -211,23 +307,34 @@ def write(folder: str) -> None:
         print(out / name)
 
 
-def call(lib: str, shape: list[str]) -> None:
+def parse_shape(shape: list[str]) -> tuple[int, int, int]:
+    """M N K from the command line (8192³ when none), or one line and exit 2."""
     try:
         m, n, k = (int(x) for x in shape) if shape else (8192, 8192, 8192)
     except ValueError:
         probe_args.fail(PROBE, f"M N K must be three whole numbers, not {' '.join(shape)}")
     if min(m, n, k) <= 0 or k % 16:
         probe_args.fail(PROBE, f"M N K = {m} {n} {k}: each above 0, K a multiple of 16")
+    return m, n, k
+
+
+def inputs(torch, m: int, n: int, k: int):
+    """A [M, K] and B [N, K] in e4m3 (normal × 16), scales 0.01, C [M, N] bf16 (empty)."""
+    a = (torch.randn(m, k, device="cuda") * 16).to(torch.float8_e4m3fn)
+    b = (torch.randn(n, k, device="cuda") * 16).to(torch.float8_e4m3fn)
+    sa, sb = torch.tensor([0.01], device="cuda"), torch.tensor([0.01], device="cuda")
+    return a, b, sa, sb, torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+
+def call(lib: str, shape: list[str]) -> None:
+    m, n, k = parse_shape(shape)
     try:
         solve = probe_args.load_library(Path(lib), {"solve": [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3},
                                         "fp8_gemm").solve
     except ValueError as e:
         probe_args.fail(PROBE, str(e))
     torch = probe_args.cuda_torch(PROBE)
-    a = (torch.randn(m, k, device="cuda") * 16).to(torch.float8_e4m3fn)
-    b = (torch.randn(n, k, device="cuda") * 16).to(torch.float8_e4m3fn)
-    sa, sb = torch.tensor([0.01], device="cuda"), torch.tensor([0.01], device="cuda")
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    a, b, sa, sb, c = inputs(torch, m, n, k)
 
     def run() -> None:
         solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)
@@ -242,14 +349,81 @@ def call(lib: str, shape: list[str]) -> None:
     profiled(run)
 
 
+def spreads(entries: list[tuple[int, int, int, int, int, int]], gpc: list[int]) -> dict[str, float]:
+    """From the trace's entries (t0, t_mid, t_end in ns, smid, round, m0: one per CTA and tile), the
+    medians over the sets of CTAs that read the same A rows in the same round ("sharers") of how far
+    apart in time they issued k-steps 0, K/2 and the last (µs), the same for whole rounds at k-step 0,
+    the time from a tile's first k-step to its last, the share of sharer sets whose CTAs all ran in
+    one GPC, and how many GPCs a set's CTAs ran in, counting only SMs whose GPC is known (gpc[sm]:
+    `gpc_groups`'s labels; an SM alone in its group never ran a cluster of 16)."""
+    import statistics
+
+    sets: dict[tuple[int, int], list[tuple[int, int, int, int, int, int]]] = {}
+    rounds: dict[int, list[int]] = {}
+    for e in entries:
+        sets.setdefault((e[4], e[5]), []).append(e)
+        rounds.setdefault(e[4], []).append(e[0])
+    shared = [v for v in sets.values() if len(v) > 1]
+    if not shared:
+        return {}
+
+    def spread(i: int) -> float:
+        return statistics.median(max(x[i] for x in v) - min(x[i] for x in v) for v in shared) / 1e3
+
+    k_steps = [(e[2] - e[0]) for e in entries if e[2] > e[0]]
+    mapped = {g: gpc.count(g) > 1 for g in gpc}  # an SM alone in its group: its GPC is not known
+    return {"sharer sets": len(shared), "sharers a set (median)": statistics.median(len(v) for v in shared),
+            "in one GPC (share of sets)": sum(len({gpc[x[3]] for x in v}) == 1 for v in shared) / len(shared),
+            "GPCs a set's CTAs on mapped SMs run in (median)": statistics.median(
+                len({gpc[x[3]] for x in v if mapped[gpc[x[3]]]}) for v in shared),
+            "spread at k-step 0 (us)": spread(0), "spread at k-step K/2 (us)": spread(1),
+            "spread at the last k-step (us)": spread(2),
+            "a round's spread at k-step 0 (us)": statistics.median(max(v) - min(v) for v in rounds.values()) / 1e3,
+            "tile time, first to last k-step (us)": statistics.median(k_steps) / 1e3 if k_steps else 0.0}
+
+
+def trace(lib: str, shape: list[str]) -> None:
+    m, n, k = parse_shape(shape)
+    try:
+        so = probe_args.load_library(Path(lib), {"solve": [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3,
+                                                 "fp8_trace": [ctypes.c_void_p, ctypes.c_int],
+                                                 "gpc_groups": [ctypes.c_void_p, ctypes.c_int]},
+                                     "fp8_coalescing.py write's trace.cu")
+    except ValueError as e:
+        probe_args.fail(PROBE, str(e))
+    torch = probe_args.cuda_torch(PROBE)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    groups = (ctypes.c_int * sms)()
+    count = so.gpc_groups(groups, sms)
+    if count < 0:
+        probe_args.fail(PROBE, "a cluster of 16 CTAs did not launch on this GPU (its GPCs cannot be told apart)")
+    gpc = list(groups)
+    sizes = sorted(sum(g == lead for g in gpc) for lead in set(gpc))
+    print(f"{count} groups of SMs that ran one cluster of 16 (GPCs): sizes {sizes}")
+    a, b, sa, sb, c = inputs(torch, m, n, k)
+    for _ in range(3):
+        so.solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)
+    torch.cuda.synchronize()
+    raw = (ctypes.c_ulonglong * (4 * 2 * 8192))()
+    if so.fp8_trace(raw, len(raw)) != 0:
+        probe_args.fail(PROBE, f"{lib}: fp8_trace failed")
+    entries = [(raw[i], raw[i + 1], raw[i + 2], raw[i + 3] >> 48, (raw[i + 3] >> 32) & 0xFFFF, raw[i + 3] & 0xFFFFFFFF)
+               for i in range(0, len(raw), 4) if raw[i]]
+    print(f"{lib} at {m}x{n}x{k}: {len(entries)} tile starts traced")
+    for key, value in spreads(entries, gpc).items():
+        print(f"  {key}: {value:.3g}")
+
+
 def main(argv: list[str]) -> None:
-    usage = "usage: fp8_coalescing.py write DIR | metrics | call LIB.so [M N K]"
+    usage = "usage: fp8_coalescing.py write DIR | metrics | call LIB.so [M N K] | trace TRACE.so [M N K]"
     if argv[:1] == ["write"] and len(argv) == 2:
         write(argv[1])
     elif argv == ["metrics"]:
         print(METRICS)
     elif argv[:1] == ["call"] and len(argv) in (2, 5):
         call(argv[1], argv[2:])
+    elif argv[:1] == ["trace"] and len(argv) in (2, 5):
+        trace(argv[1], argv[2:])
     else:
         probe_args.fail(PROBE, usage)
 

@@ -25,7 +25,8 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     f"hgroup{g}_serp{s}.cu" for g in (4, 8, 16, 32) for s in (0, 1)} | {
     "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "round_quorum4.cu",
     "round_quorum12.cu", "round_quorum32.cu", "round_timeout1500.cu", "round_timeout3000.cu", "row_barrier.cu",
-    "row_barrier_o1.cu", "pair_barrier.cu"}
+    "row_barrier_o1.cu", "pair_barrier.cu", "trace.cu",
+    "trace_round_barrier.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -64,7 +65,7 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, t
 @nvcc_test
 @pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "round_quorum12.cu",
                                   "round_timeout1500.cu", "row_barrier.cu", "row_barrier_o1.cu",
-                                  "pair_barrier.cu", "hgroup16_serp1.cu"])
+                                  "pair_barrier.cu", "hgroup16_serp1.cu", "trace.cu"])
 def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text())[name])
@@ -73,3 +74,21 @@ def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, 
     assert r.returncode == 0, r.stderr
     spills = [line for line in r.stderr.splitlines() if "spill" in line]
     assert len(spills) >= 2 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
+
+
+def test_spreads_measures_the_sharers_of_a_round(probe):
+    # round 0: two CTAs read rows 0 (one GPC, 300 ns apart at k-step 0), two read rows 128 (two GPCs,
+    # 100 ns apart); round 1: one CTA alone on its rows (no set). gpc[sm]: SMs 0-1 one GPC, 2 another.
+    entries = [(1000, 5000, 9000, 0, 0, 0), (1300, 5600, 9900, 1, 0, 0),
+               (1100, 5100, 9100, 0, 0, 128), (1200, 5300, 9500, 2, 0, 128),
+               (20000, 24000, 28000, 1, 1, 0)]
+    got = probe.spreads(entries, gpc=[0, 0, 2])
+    assert got["sharer sets"] == 2 and got["sharers a set (median)"] == 2
+    assert got["in one GPC (share of sets)"] == 0.5
+    assert got["GPCs a set's CTAs on mapped SMs run in (median)"] == 1  # SM 2 alone: its GPC unknown
+    assert got["spread at k-step 0 (us)"] == pytest.approx(0.2)  # median of 0.3 and 0.1
+    assert got["spread at k-step K/2 (us)"] == pytest.approx(0.4)  # 0.6 and 0.2
+    assert got["spread at the last k-step (us)"] == pytest.approx(0.65)  # 0.9 and 0.4
+    assert got["a round's spread at k-step 0 (us)"] == pytest.approx(0.15)  # round 0: 0.3; round 1: 0
+    assert got["tile time, first to last k-step (us)"] == pytest.approx(8.0)
+    assert probe.spreads(entries[-1:], gpc=[0, 0, 2]) == {}

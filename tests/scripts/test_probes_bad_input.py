@@ -59,6 +59,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["fp8_coalescing.py", "call", "{bad}", "1", "2", "x"], "M N K must be three whole numbers"),
     (["fp8_coalescing.py", "call", "{bad}", "64", "64", "40"], "K a multiple of 16"),
     (["fp8_coalescing.py", "call", "{bad}"], "is not a built model answer"),
+    (["fp8_coalescing.py", "trace", "{missing}"], "no such file"),
+    (["fp8_coalescing.py", "trace", "{bad}", "8", "8", "x"], "M N K must be three whole numbers"),
+    (["fp8_coalescing.py", "trace", "{libm}"], "does not export solve"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -175,12 +178,15 @@ int hgemm_one_wave_config(int m, int n, int k) { return m + n + k > 0 ? 0 : -2; 
 int hgemm_one_wave_resident(int c) { return c; }
 int hgemm_stream_k_config(int m, int n, int k) { return 0; }
 void solve(const void* a, const void* b, void* c, int m, int n, int k) {}
+int fp8_trace(void* out, int n) { return 0; }
+int gpc_groups(void* group, int max_sm) { return 0; }
 """
 
 
 @pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"],
                                   ["graph_kernels.py", "sgemv"], ["l2_state.py", "softmax", "{lib}"],
-                                  ["flash_attn_split_tail.py"], ["fp8_coalescing.py", "call", "{lib}"]])
+                                  ["flash_attn_split_tail.py"], ["fp8_coalescing.py", "call", "{lib}"],
+                                  ["fp8_coalescing.py", "trace", "{lib}"]])
 def test_the_gpu_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
     import torch
 
