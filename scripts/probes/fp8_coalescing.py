@@ -20,9 +20,12 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
                          round_barrier_every4 only at every fourth round's first tile;
                          round_quorum{Q} released when all but Q (4, 12, 32) of the arrivals due are in;
                          round_timeout{C} released after C (1500, 3000) cycles of the SM's clock at most
+    gpc_raster           each GPC's clusters on consecutive tiles of one tile row, so that the CTAs that
+                         read the same A rows run in one GPC: the GPU's GPCs found once (gpc_groups.cuh,
+                         inlined), the tiles dealt to GPCs by their cluster counts at each call
     trace                step 8 recording when each CTA's producer issues k-steps 0, K/2 and the last
                          of each tile, on which SM, and for which A rows (for `trace`);
-                         trace_round_barrier the same of round_barrier
+                         trace_round_barrier and trace_gpc_raster the same of those two
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
                          round's tiles (a counter per round and row, zeroed by a 32 KB memset);
@@ -37,7 +40,7 @@ against fp32 torch, then gemm_ncu.py's way of profiling (two calls, then one ins
 so that ncu sees exactly that call.
 
 `trace TRACE.so [M N K]` (TRACE.so built from `write`'s trace.cu the same way): which SMs share a GPC
-(the CTAs of a cluster of 16 always do), then one traced call after two untraced ones, and how far
+(the CTAs of a cluster always do: scripts/probes/gpc_groups.cuh), then one traced call after two untraced ones, and how far
 apart in time the CTAs that read the same A rows in the same round issue their loads (the sharers,
 whose requests the coalescer can merge), whether they run in one GPC, and the same spread for whole
 rounds.
@@ -163,75 +166,16 @@ ROW_O1 = [  # ROW with the count in closed form: per tile a few divisions, no lo
      "                }\n"),
     ROW[2],
 ]
+GPC_GROUPS = (probe_args.ROOT / "scripts" / "probes" / "gpc_groups.cuh").read_text().replace(
+    "#pragma once\n", "")  # inlined: a variant stands alone
 EMPTY_WAIT = "                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);\n"
 TRACE_HOST = r"""
-// fp8_coalescing.py's trace: the entries of the last call, and which SMs share a GPC.
+// fp8_coalescing.py's trace: the entries of the last call.
 extern "C" int fp8_trace(unsigned long long* out, int n) {
     if (n < 0 || n > 4 * 2 * TRACE_TILES) return -1;
     return cudaMemcpyFromSymbol(out, g_trace, sizeof(unsigned long long) * n) == cudaSuccess ? 0 : -1;
 }
-
-__global__ void where_sm(int* out) {
-    extern __shared__ char pad[];  // 200 KB: one CTA an SM, so a cluster of 16 takes 16 SMs
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    pad[threadIdx.x] = 0;
-    if (threadIdx.x == 0) out[blockIdx.x] = (int)sm;
-}
-
-static int root(int* parent, int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-}
-
-// group[sm]: the smallest SM id of its group; the CTAs of a cluster run in one GPC, so SMs that ran
-// one cluster of 16 (over 64 launches of 16 such clusters) share a GPC. An SM never in a cluster of
-// 16 is its own group. Returns the number of groups, or -1 where a cluster of 16 cannot launch.
-extern "C" int gpc_groups(int* group, int max_sm) {
-    if (max_sm <= 0 || max_sm > 1024) return -1;
-    const int smem = 200 * 1024, ctas = 16 * 16;
-    if (cudaFuncSetAttribute(where_sm, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess ||
-        cudaFuncSetAttribute(where_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess)
-        return -1;
-    int* d = nullptr;
-    if (cudaMalloc(&d, ctas * sizeof(int)) != cudaSuccess) return -1;
-    int parent[1024], sms[16 * 16];
-    for (int i = 0; i < max_sm; ++i) parent[i] = i;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 16;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(ctas);
-    cfg.blockDim = dim3(32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    for (int rep = 0; rep < 64; ++rep) {
-        if (cudaLaunchKernelEx(&cfg, where_sm, d) != cudaSuccess ||
-            cudaMemcpy(sms, d, sizeof sms, cudaMemcpyDeviceToHost) != cudaSuccess) {
-            cudaFree(d);
-            return -1;
-        }
-        for (int i = 0; i < ctas; ++i)
-            if (sms[i] < max_sm && sms[i - i % 16] < max_sm) parent[root(parent, sms[i])] = root(parent, sms[i - i % 16]);
-    }
-    cudaFree(d);
-    int groups = 0;
-    for (int i = 0; i < max_sm; ++i) {
-        group[i] = root(parent, i);
-        groups += group[i] == i;
-    }
-    for (int i = 0; i < max_sm; ++i) {  // label by the smallest member
-        int lo = i;
-        for (int j = 0; j < max_sm; ++j)
-            if (group[j] == group[i] && j < lo) lo = j;
-        group[i] = lo;
-    }
-    return groups;
-}
-"""
+""" + GPC_GROUPS
 TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-steps 0, K/2 and the last
     (CONSTANTS, "#define TRACE_TILES 8192\n__device__ unsigned long long g_trace[4 * 2 * TRACE_TILES];\n" + CONSTANTS),
     (EMPTY_WAIT, EMPTY_WAIT +
@@ -247,6 +191,72 @@ TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-s
      "                        }\n"
      "                    }\n"),
 ]
+IDS = "    const int rank = (int)cluster_rank(), cluster = (int)cluster_id(), clusters = (int)cluster_count();\n"
+GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row (A's sharers in one GPC)
+    (CONSTANTS, "__device__ int g_sm_gpc[1024];        // each SM's GPC label (gpc_groups), uploaded once\n"
+                "__device__ unsigned int g_gpc_n[1024]; // clusters of this call per label (zeroed before it)\n"
+                "__device__ unsigned int g_gpc_all;     // clusters of this call registered (zeroed before it)\n" + CONSTANTS),
+    (RASTER, "    if (!along_n) {  // GPC raster: cluster tiles row-major (a row's consecutive tiles share A)\n"
+             "        m0 = (cm * (t / ctiles_n) + rank) * BM;\n"
+             "        n0 = (t % ctiles_n) * BN;\n"
+             "        return;\n"
+             "    }\n" + RASTER),
+    (IDS, "    const int rank = (int)cluster_rank(), cluster0 = (int)cluster_id(), clusters0 = (int)cluster_count();\n"
+          "    __shared__ int gpc_sched[3];  // rank 0's: this cluster's first tile, stride, end\n"
+          "    if (!along_n && rank == 0 && threadIdx.x == 0) {\n"
+          "        // A GPC's n clusters take its share of the tiles, [S, E) in row-major order, i-th, i+n-th, ...\n"
+          "        unsigned sm;\n"
+          "        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
+          "        const int g = g_sm_gpc[sm];\n"
+          "        const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n"
+          "        __threadfence();\n"
+          "        atomicAdd(&g_gpc_all, 1u);\n" +
+          spin("&g_gpc_all", "(unsigned)clusters0", 8) +
+          "        unsigned before = 0;\n"
+          "        for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
+          "        const unsigned n = *(volatile unsigned*)&g_gpc_n[g];\n"
+          "        const int S = (int)((long long)ctiles * before / clusters0);\n"
+          "        gpc_sched[0] = S + (int)i;\n"
+          "        gpc_sched[1] = (int)n;\n"
+          "        gpc_sched[2] = (int)((long long)ctiles * (before + n) / clusters0);\n"
+          "    }\n"),
+    ("    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n",
+     "    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n"
+     "    __shared__ int gpc_mine[3];  // this CTA's first tile, stride, end (read afresh by each loop turn)\n"
+     "    if (threadIdx.x < 3) {  // rank 0's schedule, through distributed shared memory\n"
+     "        int v = threadIdx.x == 0 ? cluster0 : threadIdx.x == 1 ? clusters0 : ctiles;\n"
+     "        if (!along_n) {\n"
+     "            uint32_t remote;\n"
+     "            asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&gpc_sched[threadIdx.x])));\n"
+     "            asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(v) : \"r\"(remote) : \"memory\");\n"
+     "        }\n"
+     "        gpc_mine[threadIdx.x] = v;\n"
+     "    }\n"
+     "    __syncthreads();\n"
+     "    const volatile int* sched = gpc_mine;\n"),
+    ("            for (int t = cluster; t < ctiles; t += clusters, rev = FP8_SERP && !rev) {\n",
+     "            for (int t = sched[0]; t < sched[2]; t += sched[1], rev = FP8_SERP && !rev) {\n"),
+    ("    for (int t = cluster; t < ctiles; t += clusters, it += k_tiles) {\n",
+     "    for (int t = sched[0]; t < sched[2]; t += sched[1], it += k_tiles) {\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n"
+             "    static bool gpc_ready = false;\n"
+             "    if (!gpc_ready) {  // each SM's GPC label, once (all 0 if the GPCs cannot be told apart)\n"
+             "        static int labels[1024];\n"
+             "        if (gpc_groups(labels, device().sms) < 0)\n"
+             "            for (int& l : labels) l = 0;\n"
+             "        cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n"
+             "        gpc_ready = true;\n"
+             "    }\n"
+             "    static void* gpc_n = nullptr;\n"
+             "    static void* gpc_all = nullptr;\n"
+             "    if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n"
+             "    cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n"
+             "    cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n"
+             "    cudaLaunchKernelEx("),
+    ("static cudaLaunchConfig_t launch_config(", GPC_GROUPS + "\nstatic cudaLaunchConfig_t launch_config("),
+]
+TRACE_ROUND = ("(unsigned long long)(t / clusters) << 32",  # the GPC raster's round: its own turns
+               "(unsigned long long)((t - sched[0]) / sched[1]) << 32")
 PAIR = [
     (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
     (TILE_LOOP, TILE_LOOP +
@@ -293,7 +303,10 @@ def variants(src: str) -> dict[str, str]:
     out["row_barrier.cu"] = patched(src, ROW)
     out["row_barrier_o1.cu"] = patched(src, ROW_O1)
     out["pair_barrier.cu"] = patched(src, PAIR)
+    out["gpc_raster.cu"] = patched(src, GPC)
     out["trace.cu"] = patched(src, TRACE) + TRACE_HOST
+    out["trace_gpc_raster.cu"] = patched(patched(out["gpc_raster.cu"], TRACE), [TRACE_ROUND]) + \
+        TRACE_HOST.replace(GPC_GROUPS, "")
     out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_HOST
     return out
 
@@ -355,7 +368,7 @@ def spreads(entries: list[tuple[int, int, int, int, int, int]], gpc: list[int]) 
     apart in time they issued k-steps 0, K/2 and the last (µs), the same for whole rounds at k-step 0,
     the time from a tile's first k-step to its last, the share of sharer sets whose CTAs all ran in
     one GPC, and how many GPCs a set's CTAs ran in, counting only SMs whose GPC is known (gpc[sm]:
-    `gpc_groups`'s labels; an SM alone in its group never ran a cluster of 16)."""
+    `gpc_groups`'s labels; an SM alone in its group never shared a cluster)."""
     import statistics
 
     sets: dict[tuple[int, int], list[tuple[int, int, int, int, int, int]]] = {}
@@ -396,10 +409,10 @@ def trace(lib: str, shape: list[str]) -> None:
     groups = (ctypes.c_int * sms)()
     count = so.gpc_groups(groups, sms)
     if count < 0:
-        probe_args.fail(PROBE, "a cluster of 16 CTAs did not launch on this GPU (its GPCs cannot be told apart)")
+        probe_args.fail(PROBE, "no cluster of 8 or more CTAs launched on this GPU (its GPCs cannot be told apart)")
     gpc = list(groups)
     sizes = sorted(sum(g == lead for g in gpc) for lead in set(gpc))
-    print(f"{count} groups of SMs that ran one cluster of 16 (GPCs): sizes {sizes}")
+    print(f"{count} groups of SMs joined by the clusters they ran (GPCs or parts of one): sizes {sizes}")
     a, b, sa, sb, c = inputs(torch, m, n, k)
     for _ in range(3):
         so.solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)

@@ -62,6 +62,13 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["fp8_coalescing.py", "trace", "{missing}"], "no such file"),
     (["fp8_coalescing.py", "trace", "{bad}", "8", "8", "x"], "M N K must be three whole numbers"),
     (["fp8_coalescing.py", "trace", "{libm}"], "does not export solve"),
+    (["lrc_gpc.py"], "usage: lrc_gpc.py LIB.so [STEPS SET]"),
+    (["lrc_gpc.py", "{bad}", "1"], "usage: lrc_gpc.py"),
+    (["lrc_gpc.py", "{bad}", "a", "4"], "STEPS and SET must be whole numbers"),
+    (["lrc_gpc.py", "{bad}", "0", "4"], "STEPS 0: from 1 to 1024"),
+    (["lrc_gpc.py", "{bad}", "256", "9"], "SET 9: from 2 to 8"),
+    (["lrc_gpc.py", "{missing}"], "no such file"),
+    (["lrc_gpc.py", "{libm}"], "does not export gpc_groups"),
 ])
 def test_one_line_and_exit_2(tmp_path, args, says):
     bad = tmp_path / "bad.so"
@@ -179,6 +186,7 @@ int hgemm_one_wave_resident(int c) { return c; }
 int hgemm_stream_k_config(int m, int n, int k) { return 0; }
 void solve(const void* a, const void* b, void* c, int m, int n, int k) {}
 int fp8_trace(void* out, int n) { return 0; }
+int lrc_gpc_run(const void* src, const void* region, int sms, int steps, int aligned) { return 0; }
 int gpc_groups(void* group, int max_sm) { return 0; }
 """
 
@@ -186,7 +194,7 @@ int gpc_groups(void* group, int max_sm) { return 0; }
 @pytest.mark.parametrize("argv", [["hgemm_path.py", "{lib}"], ["hgemm_stream_k.py", "{lib}"], ["hgemm_tail_trace.py"],
                                   ["graph_kernels.py", "sgemv"], ["l2_state.py", "softmax", "{lib}"],
                                   ["flash_attn_split_tail.py"], ["fp8_coalescing.py", "call", "{lib}"],
-                                  ["fp8_coalescing.py", "trace", "{lib}"]])
+                                  ["fp8_coalescing.py", "trace", "{lib}"], ["lrc_gpc.py", "{lib}"]])
 def test_the_gpu_probes_say_so_where_no_gpu_answers(tmp_path, tmp_path_factory, argv):
     import torch
 
