@@ -405,14 +405,9 @@ def trace(lib: str, shape: list[str]) -> None:
     except ValueError as e:
         probe_args.fail(PROBE, str(e))
     torch = probe_args.cuda_torch(PROBE)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    groups = (ctypes.c_int * sms)()
-    count = so.gpc_groups(groups, sms)
-    if count < 0:
-        probe_args.fail(PROBE, "no cluster of 8 or more CTAs launched on this GPU (its GPCs cannot be told apart)")
-    gpc = list(groups)
-    sizes = sorted(sum(g == lead for g in gpc) for lead in set(gpc))
-    print(f"{count} groups of SMs joined by the clusters they ran (GPCs or parts of one): sizes {sizes}")
+    gpc = probe_args.gpc_labels(PROBE, so, torch)
+    sizes = sorted(gpc.count(lead) for lead in set(gpc))
+    print(f"{len(sizes)} groups of SMs joined by the clusters they ran (GPCs or parts of one): sizes {sizes}")
     a, b, sa, sb, c = inputs(torch, m, n, k)
     for _ in range(3):
         so.solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)

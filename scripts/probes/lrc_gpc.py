@@ -77,11 +77,8 @@ def main(argv: list[str]) -> None:
     torch = probe_args.cuda_torch(PROBE)
     from gemm_ncu import profiled  # this folder's
 
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    labels = (ctypes.c_int * sms)()
-    if lib.gpc_groups(labels, sms) < 0:
-        probe_args.fail(PROBE, "no cluster of 8 or more CTAs launched on this GPU (its GPCs cannot be told apart)")
-    groups = list(labels)
+    groups = probe_args.gpc_labels(PROBE, lib, torch)
+    sms = len(groups)
     print(f"{sms} SMs in groups of {sorted(groups.count(g) for g in set(groups))}", flush=True)
     same, across = sets_of(groups, size, False), sets_of(groups, size, True)
     if not same or not across:

@@ -56,3 +56,13 @@ def load_library(path: Path, functions: dict[str, list], built_from: str) -> cty
             raise ValueError(f"{path} does not export {name} (not built from {built_from}?)")
         getattr(lib, name).argtypes, getattr(lib, name).restype = args, ctypes.c_int
     return lib
+
+
+def gpc_labels(probe: str, lib, torch) -> list[int]:
+    """Each SM's GPC label from a library built with gpc_groups.cuh (its `gpc_groups` typed), or one
+    line and exit 2 where no cluster could launch."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    labels = (ctypes.c_int * sms)()
+    if lib.gpc_groups(labels, sms) < 0:
+        fail(probe, "no cluster of 8 or more CTAs launched on this GPU (its GPCs cannot be told apart)")
+    return list(labels)
