@@ -23,9 +23,15 @@ tiles running at the same time line up (each .cu is a model answer: `judge compa
     gpc_raster           each GPC's clusters on consecutive tiles of one tile row, so that the CTAs that
                          read the same A rows run in one GPC: the GPU's GPCs found once (gpc_groups.cuh,
                          inlined), the tiles dealt to GPCs by their cluster counts at each call
+    band{W}_gpc{O}       tiles in bands of W (8, 16) tile columns, row by row inside a band; with O = 1 a
+                         round's places given to the clusters in GPC order (a tile row's consecutive
+                         tiles to one GPC's clusters), with O = 0 by cluster id; `_barrier` with
+                         round_barrier's wait (band8_gpc0/1, band16_gpc1), band16_gpc1_quorum12 with
+                         round_quorum12's
     trace                step 8 recording when each CTA's producer issues k-steps 0, K/2 and the last
                          of each tile, on which SM, and for which A rows (for `trace`);
-                         trace_round_barrier and trace_gpc_raster the same of those two
+                         trace_round_barrier, trace_gpc_raster and trace_band8_gpc1_barrier the same
+                         of those
     row_barrier          each producer waits until the clusters of its round on its tile row (the
                          ones that read its A rows) have arrived; it counts them in a loop over the
                          round's tiles (a counter per round and row, zeroed by a 32 KB memset);
@@ -255,6 +261,61 @@ GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row 
              "    cudaLaunchKernelEx("),
     ("static cudaLaunchConfig_t launch_config(", GPC_GROUPS + "\nstatic cudaLaunchConfig_t launch_config("),
 ]
+GPC_LAUNCH = "    cudaLaunchKernelEx(&cfg, gemm_wgmma<BN>,"
+BAND = [  # tiles in bands of FP8_BAND columns, row by row inside a band; a round's clusters in GPC order
+    GPC[0],
+    (RASTER, "    if (!along_n) {  // bands of FP8_BAND tile columns, row-major inside a band: a round's\n"
+             "        // consecutive clusters share a tile row, and every round's tiles the band's B columns\n"
+             "        const int band = t / (ctiles_m * FP8_BAND), v = t % (ctiles_m * FP8_BAND);\n"
+             "        const int width = min(FP8_BAND, ctiles_n - band * FP8_BAND);\n"
+             "        m0 = (cm * (v / width) + rank) * BM;\n"
+             "        n0 = (band * FP8_BAND + v % width) * BN;\n"
+             "        return;\n"
+             "    }\n" + RASTER),
+    (IDS, "    const int rank = (int)cluster_rank(), clusters = (int)cluster_count();\n"
+          "    __shared__ int gpc_pos;  // rank 0's: this cluster's place in each round\n"
+          "    if (rank == 0 && threadIdx.x == 0) {\n"
+          "        int pos = (int)cluster_id();\n"
+          "        if (!along_n && FP8_GPC_ORDER) {  // the clusters of one GPC next to each other\n"
+          "            unsigned sm;\n"
+          "            asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
+          "            const int g = g_sm_gpc[sm];\n"
+          "            const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n"
+          "            __threadfence();\n"
+          "            atomicAdd(&g_gpc_all, 1u);\n" +
+          spin("&g_gpc_all", "(unsigned)clusters", 12) +
+          "            unsigned before = 0;\n"
+          "            for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
+          "            pos = (int)(before + i);\n"
+          "        }\n"
+          "        gpc_pos = pos;\n"
+          "    }\n"),
+    ("    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n",
+     "    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n"
+     "    int cluster_pos;  // rank 0's, through distributed shared memory\n"
+     "    {\n"
+     "        uint32_t remote;\n"
+     "        asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&gpc_pos)));\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(cluster_pos) : \"r\"(remote) : \"memory\");\n"
+     "    }\n"
+     "    const int cluster = cluster_pos;\n"),
+    (GPC_LAUNCH, "    if (FP8_GPC_ORDER) {\n"
+                 "        static bool gpc_ready = false;\n"
+                 "        if (!gpc_ready) {  // each SM's GPC label, once (all 0 if the GPCs cannot be told apart)\n"
+                 "            static int labels[1024];\n"
+                 "            if (gpc_groups(labels, device().sms) < 0)\n"
+                 "                for (int& l : labels) l = 0;\n"
+                 "            cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n"
+                 "            gpc_ready = true;\n"
+                 "        }\n"
+                 "        static void* gpc_n = nullptr;\n"
+                 "        static void* gpc_all = nullptr;\n"
+                 "        if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n"
+                 "        cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n"
+                 "        cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n"
+                 "    }\n" + GPC_LAUNCH),
+    GPC[-1],
+]
 TRACE_ROUND = ("(unsigned long long)(t / clusters) << 32",  # the GPC raster's round: its own turns
                "(unsigned long long)((t - sched[0]) / sched[1]) << 32")
 PAIR = [
@@ -304,7 +365,14 @@ def variants(src: str) -> dict[str, str]:
     out["row_barrier_o1.cu"] = patched(src, ROW_O1)
     out["pair_barrier.cu"] = patched(src, PAIR)
     out["gpc_raster.cu"] = patched(src, GPC)
+    for width, order in ((8, 0), (8, 1), (16, 1)):
+        band = f"#define FP8_BAND {width}\n#define FP8_GPC_ORDER {order}\n"
+        out[f"band{width}_gpc{order}.cu"] = band + patched(src, BAND)
+        out[f"band{width}_gpc{order}_barrier.cu"] = band + patched(patched(src, ROUND), BAND)
+    out["band16_gpc1_quorum12.cu"] = "#define FP8_BAND 16\n#define FP8_GPC_ORDER 1\n" + patched(
+        patched(patched(src, ROUND), [round_quorum(12)]), BAND)
     out["trace.cu"] = patched(src, TRACE) + TRACE_HOST
+    out["trace_band8_gpc1_barrier.cu"] = patched(out["band8_gpc1_barrier.cu"], TRACE) + TRACE_HOST.replace(GPC_GROUPS, "")
     out["trace_gpc_raster.cu"] = patched(patched(out["gpc_raster.cu"], TRACE), [TRACE_ROUND]) + \
         TRACE_HOST.replace(GPC_GROUPS, "")
     out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_HOST

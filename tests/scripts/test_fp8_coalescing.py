@@ -26,7 +26,9 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "cluster1.cu", "round_barrier.cu", "round_barrier_serp0.cu", "round_barrier_every4.cu", "round_quorum4.cu",
     "round_quorum12.cu", "round_quorum32.cu", "round_timeout1500.cu", "round_timeout3000.cu", "row_barrier.cu",
     "row_barrier_o1.cu", "pair_barrier.cu", "trace.cu",
-    "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu"}
+    "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
+    "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
+    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -40,7 +42,11 @@ def test_write_makes_every_variant(tmp_path):
     assert "while (v + 12 < lk_target)" in (tmp_path / "round_quorum12.cu").read_text()
     assert "while (v < lk_target && clock64() - lk_t0 < 3000)" in (tmp_path / "round_timeout3000.cu").read_text()
     assert (tmp_path / "hgroup8_serp0.cu").read_text().startswith("#define FP8_SERP 0\n#define FP8_HGROUP 8\n")
-    for name in ("trace.cu", "gpc_raster.cu", "trace_gpc_raster.cu"):  # gpc_groups inlined once, no include
+    quorum = (tmp_path / "band16_gpc1_quorum12.cu").read_text()
+    assert quorum.startswith("#define FP8_BAND 16\n#define FP8_GPC_ORDER 1\n")
+    assert "while (v + 12 < lk_target)" in quorum
+    for name in ("trace.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band16_gpc1_quorum12.cu",
+                 "trace_band8_gpc1_barrier.cu"):  # gpc_groups inlined once, no include
         text = (tmp_path / name).read_text()
         assert text.count('extern "C" int gpc_groups(') == 1 and "#include \"" not in text, name
 
@@ -68,7 +74,8 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, t
 @nvcc_test
 @pytest.mark.parametrize("name", ["round_barrier.cu", "round_barrier_every4.cu", "round_quorum12.cu",
                                   "round_timeout1500.cu", "row_barrier.cu", "row_barrier_o1.cu",
-                                  "pair_barrier.cu", "hgroup16_serp1.cu", "trace.cu", "gpc_raster.cu"])
+                                  "pair_barrier.cu", "hgroup16_serp1.cu", "trace.cu", "gpc_raster.cu",
+                                  "band16_gpc1_quorum12.cu"])
 def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text())[name])
