@@ -197,6 +197,36 @@ TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-s
      "                        }\n"
      "                    }\n"),
 ]
+def indented(lines: str, indent: int) -> str:
+    """Each line of `lines` (written at indent 0) indented `indent` spaces."""
+    return "".join(" " * indent + line + "\n" for line in lines.splitlines())
+
+
+GPC_REGISTER = (  # a cluster's rank 0 registers its GPC; `before` clusters have lower labels, it is the i-th of its own
+    'unsigned sm;\n'
+    'asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));\n'
+    'const int g = g_sm_gpc[sm];\n'
+    'const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n'
+    '__threadfence();\n'
+    'atomicAdd(&g_gpc_all, 1u);\n')
+GPC_BEFORE = ('unsigned before = 0;\n'
+              'for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n')
+GPC_HOST = (  # the launch's host side: labels once, the counters zeroed before each call
+    'static bool gpc_ready = false;\n'
+    'if (!gpc_ready) {  // each SM\'s GPC label, once (all 0 if the GPCs cannot be told apart)\n'
+    '    static int labels[1024];\n'
+    '    if (gpc_groups(labels, device().sms) < 0)\n'
+    '        for (int& l : labels) l = 0;\n'
+    '    cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n'
+    '    gpc_ready = true;\n'
+    '}\n'
+    'static void* gpc_n = nullptr;\n'
+    'static void* gpc_all = nullptr;\n'
+    'if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n'
+    'cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n'
+    'cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n')
+
+
 IDS = "    const int rank = (int)cluster_rank(), cluster = (int)cluster_id(), clusters = (int)cluster_count();\n"
 GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row (A's sharers in one GPC)
     (CONSTANTS, "__device__ int g_sm_gpc[1024];        // each SM's GPC label (gpc_groups), uploaded once\n"
@@ -210,16 +240,8 @@ GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row 
     (IDS, "    const int rank = (int)cluster_rank(), cluster0 = (int)cluster_id(), clusters0 = (int)cluster_count();\n"
           "    __shared__ int gpc_sched[3];  // rank 0's: this cluster's first tile, stride, end\n"
           "    if (!along_n && rank == 0 && threadIdx.x == 0) {\n"
-          "        // A GPC's n clusters take its share of the tiles, [S, E) in row-major order, i-th, i+n-th, ...\n"
-          "        unsigned sm;\n"
-          "        asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
-          "        const int g = g_sm_gpc[sm];\n"
-          "        const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n"
-          "        __threadfence();\n"
-          "        atomicAdd(&g_gpc_all, 1u);\n" +
-          spin("&g_gpc_all", "(unsigned)clusters0", 8) +
-          "        unsigned before = 0;\n"
-          "        for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
+          "        // A GPC's n clusters take its share of the tiles, [S, E) in row-major order, i-th, i+n-th, ...\n" +
+          indented(GPC_REGISTER, 8) + spin("&g_gpc_all", "(unsigned)clusters0", 8) + indented(GPC_BEFORE, 8) +
           "        const unsigned n = *(volatile unsigned*)&g_gpc_n[g];\n"
           "        const int S = (int)((long long)ctiles * before / clusters0);\n"
           "        gpc_sched[0] = S + (int)i;\n"
@@ -244,21 +266,7 @@ GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row 
      "            for (int t = sched[0]; t < sched[2]; t += sched[1], rev = FP8_SERP && !rev) {\n"),
     ("    for (int t = cluster; t < ctiles; t += clusters, it += k_tiles) {\n",
      "    for (int t = sched[0]; t < sched[2]; t += sched[1], it += k_tiles) {\n"),
-    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n"
-             "    static bool gpc_ready = false;\n"
-             "    if (!gpc_ready) {  // each SM's GPC label, once (all 0 if the GPCs cannot be told apart)\n"
-             "        static int labels[1024];\n"
-             "        if (gpc_groups(labels, device().sms) < 0)\n"
-             "            for (int& l : labels) l = 0;\n"
-             "        cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n"
-             "        gpc_ready = true;\n"
-             "    }\n"
-             "    static void* gpc_n = nullptr;\n"
-             "    static void* gpc_all = nullptr;\n"
-             "    if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n"
-             "    cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n"
-             "    cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n"
-             "    cudaLaunchKernelEx("),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n" + indented(GPC_HOST, 4) + "    cudaLaunchKernelEx("),
     ("static cudaLaunchConfig_t launch_config(", GPC_GROUPS + "\nstatic cudaLaunchConfig_t launch_config("),
 ]
 GPC_LAUNCH = "    cudaLaunchKernelEx(&cfg, gemm_wgmma<BN>,"
@@ -276,16 +284,8 @@ BAND = [  # tiles in bands of FP8_BAND columns, row by row inside a band; a roun
           "    __shared__ int gpc_pos;  // rank 0's: this cluster's place in each round\n"
           "    if (rank == 0 && threadIdx.x == 0) {\n"
           "        int pos = (int)cluster_id();\n"
-          "        if (!along_n && FP8_GPC_ORDER) {  // the clusters of one GPC next to each other\n"
-          "            unsigned sm;\n"
-          "            asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
-          "            const int g = g_sm_gpc[sm];\n"
-          "            const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n"
-          "            __threadfence();\n"
-          "            atomicAdd(&g_gpc_all, 1u);\n" +
-          spin("&g_gpc_all", "(unsigned)clusters", 12) +
-          "            unsigned before = 0;\n"
-          "            for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
+          "        if (!along_n && FP8_GPC_ORDER) {  // the clusters of one GPC next to each other\n" +
+          indented(GPC_REGISTER, 12) + spin("&g_gpc_all", "(unsigned)clusters", 12) + indented(GPC_BEFORE, 12) +
           "            pos = (int)(before + i);\n"
           "        }\n"
           "        gpc_pos = pos;\n"
@@ -299,21 +299,7 @@ BAND = [  # tiles in bands of FP8_BAND columns, row by row inside a band; a roun
      "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(cluster_pos) : \"r\"(remote) : \"memory\");\n"
      "    }\n"
      "    const int cluster = cluster_pos;\n"),
-    (GPC_LAUNCH, "    if (FP8_GPC_ORDER) {\n"
-                 "        static bool gpc_ready = false;\n"
-                 "        if (!gpc_ready) {  // each SM's GPC label, once (all 0 if the GPCs cannot be told apart)\n"
-                 "            static int labels[1024];\n"
-                 "            if (gpc_groups(labels, device().sms) < 0)\n"
-                 "                for (int& l : labels) l = 0;\n"
-                 "            cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n"
-                 "            gpc_ready = true;\n"
-                 "        }\n"
-                 "        static void* gpc_n = nullptr;\n"
-                 "        static void* gpc_all = nullptr;\n"
-                 "        if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n"
-                 "        cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n"
-                 "        cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n"
-                 "    }\n" + GPC_LAUNCH),
+    (GPC_LAUNCH, "    if (FP8_GPC_ORDER) {\n" + indented(GPC_HOST, 8) + "    }\n" + GPC_LAUNCH),
     GPC[-1],
 ]
 TRACE_ROUND = ("(unsigned long long)(t / clusters) << 32",  # the GPC raster's round: its own turns
