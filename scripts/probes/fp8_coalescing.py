@@ -175,13 +175,13 @@ ROW_O1 = [  # ROW with the count in closed form: per tile a few divisions, no lo
 GPC_GROUPS = (probe_args.ROOT / "scripts" / "probes" / "gpc_groups.cuh").read_text().replace(
     "#pragma once\n", "")  # inlined: a variant stands alone
 EMPTY_WAIT = "                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);\n"
-TRACE_HOST = r"""
+TRACE_READ = r"""
 // fp8_coalescing.py's trace: the entries of the last call.
 extern "C" int fp8_trace(unsigned long long* out, int n) {
     if (n < 0 || n > 4 * 2 * TRACE_TILES) return -1;
     return cudaMemcpyFromSymbol(out, g_trace, sizeof(unsigned long long) * n) == cudaSuccess ? 0 : -1;
 }
-""" + GPC_GROUPS
+"""  # the trace variants' host side; those not built on a GPC variant add GPC_GROUPS
 TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-steps 0, K/2 and the last
     (CONSTANTS, "#define TRACE_TILES 8192\n__device__ unsigned long long g_trace[4 * 2 * TRACE_TILES];\n" + CONSTANTS),
     (EMPTY_WAIT, EMPTY_WAIT +
@@ -357,11 +357,11 @@ def variants(src: str) -> dict[str, str]:
         out[f"band{width}_gpc{order}_barrier.cu"] = band + patched(patched(src, ROUND), BAND)
     out["band16_gpc1_quorum12.cu"] = "#define FP8_BAND 16\n#define FP8_GPC_ORDER 1\n" + patched(
         patched(patched(src, ROUND), [round_quorum(12)]), BAND)
-    out["trace.cu"] = patched(src, TRACE) + TRACE_HOST
-    out["trace_band8_gpc1_barrier.cu"] = patched(out["band8_gpc1_barrier.cu"], TRACE) + TRACE_HOST.replace(GPC_GROUPS, "")
+    out["trace.cu"] = patched(src, TRACE) + TRACE_READ + GPC_GROUPS
+    out["trace_band8_gpc1_barrier.cu"] = patched(out["band8_gpc1_barrier.cu"], TRACE) + TRACE_READ
     out["trace_gpc_raster.cu"] = patched(patched(out["gpc_raster.cu"], TRACE), [TRACE_ROUND]) + \
-        TRACE_HOST.replace(GPC_GROUPS, "")
-    out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_HOST
+        TRACE_READ
+    out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_READ + GPC_GROUPS
     return out
 
 
