@@ -1,4 +1,5 @@
-// Which SMs share a GPC, for the probes that ask (fp8_coalescing.py's trace.cu, lrc_gpc.cu).
+// Which SMs share a GPC: for fp8_gemm step 9's schedule (reference_solutions/fp8_gemm/09_gpc_bands.cu,
+// which inlines this file) and the probes (lrc_gpc.cu, fp8_coalescing.py's GPC variants).
 //
 // The CTAs of a thread-block cluster always run in one GPC. Clusters of one-SM CTAs (200 KB of
 // shared memory each) of 16, 14, 12, 10 and 8, launched 16 times each in grids larger than the GPU
