@@ -1,0 +1,301 @@
+"""The variants of fp8_gemm step 8 that scripts/probes/fp8_coalescing.py `write`s (issue 21): each an edit
+list of (old, new) texts of `reference_solutions/fp8_gemm/08_wide_tile_144.cu`, applied by `patched`;
+`variants` returns every file. What each variant is: fp8_coalescing.py's docstring. No I/O here but
+reading gpc_groups.cuh, which some variants inline; a step 8 without a line the edits change raises
+ValueError (fp8_coalescing.py says so in one line and exits 2)."""
+from __future__ import annotations
+
+import probe_args  # this folder's
+
+SOURCE = probe_args.ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+GROUP = ("group_m = 16 / cm", "group_m = FP8_GROUP / cm")
+RASTER = ("    const int group = t / (group_m * ctiles_n), first_m = group * group_m;\n"
+          "    const int rows = min(ctiles_m - first_m, group_m), in_group = t % (group_m * ctiles_n);\n"
+          "    m0 = (cm * (first_m + in_group % rows) + (along_n ? 0 : rank)) * BM;\n"
+          "    n0 = (cn * (in_group / rows) + (along_n ? rank : 0)) * BN;\n")
+HRASTER = (RASTER, "    (void)group_m;  // groups of FP8_HGROUP cluster-tile columns, row by row inside a group\n"
+                   "    const int group = t / (FP8_HGROUP * ctiles_m), first_n = group * FP8_HGROUP;\n"
+                   "    const int cols = min(ctiles_n - first_n, FP8_HGROUP), in_group = t % (FP8_HGROUP * ctiles_m);\n"
+                   "    m0 = (cm * (in_group / cols) + (along_n ? 0 : rank)) * BM;\n"
+                   "    n0 = (cn * (first_n + in_group % cols) + (along_n ? rank : 0)) * BN;\n")
+CLUSTER1 = ("constexpr int CLUSTER = 2;", "constexpr int CLUSTER = 1;")
+CONSTANTS = "constexpr int BM = 128, BK = 128, STAGES = 6;"
+TILE_LOOP = ("            bool rev = false;  // FP8_SERP: this tile's k-steps last to first\n"
+             "            for (int t = cluster; t < ctiles; t += clusters, rev = FP8_SERP && !rev) {\n")
+QUORUMS = (4, 12, 32)  # arrivals (two a cluster) a round barrier may go without
+TIMEOUTS = (1500, 3000)  # SM cycles a round barrier waits at most (a k-step at 8192³: ~700)
+LAUNCH = "    cfg.gridDim = dim3(CLUSTER * clusters);\n    cudaLaunchKernelEx("
+
+
+def spin(flag: str, target: str, indent: int) -> str:
+    """The lines that wait until the counter at `flag` reaches `target`, indented `indent` spaces."""
+    pad = " " * indent
+    return (f"{pad}unsigned v;\n{pad}do {{\n"
+            f"{pad}    asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"({flag}) : \"memory\");\n"
+            f"{pad}}} while (v < {target});\n")
+
+
+ROUND = [
+    (CONSTANTS, "#ifndef FP8_LOCKSTEP\n#define FP8_LOCKSTEP 1\n#endif\n__device__ unsigned int g_lk_count;\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP.replace("            for (", "            unsigned lk_target = 0;\n            for (") +
+     "                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n"
+     "                    lk_target += CLUSTER * min(clusters, ctiles - (t - cluster));\n"
+     "                    atomicAdd(&g_lk_count, 1u);\n" +
+     spin("&g_lk_count", "lk_target", 20) +
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* lk = nullptr;\n"
+             "    if (!lk) cudaGetSymbolAddress(&lk, g_lk_count);\n    cudaMemsetAsync(lk, 0, 4, 0);\n"
+             "    cudaLaunchKernelEx("),
+]
+ROUND_EVERY4 = ("                if (FP8_LOCKSTEP && t >= clusters) {  // every producer starts round r together\n",
+                "                if (FP8_LOCKSTEP && t >= clusters && (t / clusters) % 4 == 0) {  // every 4th round\n")
+WAIT_END = "                    } while (v < lk_target);\n"
+
+
+def round_quorum(q: int) -> tuple[str, str]:
+    """The round barrier's wait, released when all but q of the arrivals due are in."""
+    return WAIT_END, f"                    }} while (v + {q} < lk_target);  // all but {q} arrivals (stragglers hold no one)\n"
+
+
+def round_timeout(cycles: int) -> list[tuple[str, str]]:
+    """The round barrier's wait, given up after `cycles` of the SM's clock (a straggler holds the rest that long at most)."""
+    return [("                    unsigned v;\n",
+             "                    unsigned v;\n                    const long long lk_t0 = clock64();\n"),
+            (WAIT_END, f"                    }} while (v < lk_target && clock64() - lk_t0 < {cycles});  // at most {cycles} cycles\n")]
+
+
+ROW = [
+    (CONSTANTS, "__device__ unsigned int g_row_count[8192];\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters) {  // the clusters of this round on the same tile row start together\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n, r = t / clusters;\n"
+     "                    const int group = t / gsize, in_group = t % gsize;\n"
+     "                    const int rows = min(ctiles_m - group * group_m, group_m), row = in_group % rows;\n"
+     "                    const int first = r * clusters, last = min(first + clusters, ctiles);\n"
+     "                    const int key = (r * 2 + group - first / gsize) * group_m + row;\n"
+     "                    if (key < 8192) {\n"
+     "                        unsigned n = 0;\n"
+     "                        for (int u = first; u < last; ++u) {\n"
+     "                            const int ug = u / gsize, ur = min(ctiles_m - ug * group_m, group_m);\n"
+     "                            n += (ug == group && (u % gsize) % ur == row) ? CLUSTER : 0;\n"
+     "                        }\n"
+     "                        atomicAdd(&g_row_count[key], 1u);\n" +
+     spin("&g_row_count[key]", "n", 24) +
+     "                    }\n"
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* rc = nullptr;\n"
+             "    if (!rc) cudaGetSymbolAddress(&rc, g_row_count);\n"
+             "    cudaMemsetAsync(rc, 0, sizeof(unsigned) * 8192, 0);\n    cudaLaunchKernelEx("),
+]
+ROW_O1 = [  # ROW with the count in closed form: per tile a few divisions, no loop over the round
+    ROW[0],
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters) {  // the clusters of this round on the same tile row start together\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n, r = t / clusters;\n"
+     "                    const int group = t / gsize, g0 = group * gsize;\n"
+     "                    const int rows = min(ctiles_m - group * group_m, group_m), row = (t - g0) % rows;\n"
+     "                    // this round's cluster tiles inside this group, from its start: [a, b); those on\n"
+     "                    // this row are the x there with x % rows == row (fewer than x: f(x) below)\n"
+     "                    const int a = max(r * clusters, g0) - g0;\n"
+     "                    const int b = min(min((r + 1) * clusters, ctiles), g0 + rows * ctiles_n) - g0;\n"
+     "                    const int fb = b > row ? (b - row - 1) / rows + 1 : 0, fa = a > row ? (a - row - 1) / rows + 1 : 0;\n"
+     "                    const unsigned n = CLUSTER * (unsigned)(fb - fa);\n"
+     "                    const int key = (r * 2 + group - (r * clusters) / gsize) * group_m + row;\n"
+     "                    if (key < 8192) {\n"
+     "                        atomicAdd(&g_row_count[key], 1u);\n" +
+     spin("&g_row_count[key]", "n", 24) +
+     "                    }\n"
+     "                }\n"),
+    ROW[2],
+]
+GPC_GROUPS = (probe_args.ROOT / "scripts" / "probes" / "gpc_groups.cuh").read_text().replace(
+    "#pragma once\n", "")  # inlined: a variant stands alone
+EMPTY_WAIT = "                    if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);\n"
+TRACE_READ = r"""
+// fp8_coalescing.py's trace: the entries of the last call.
+extern "C" int fp8_trace(unsigned long long* out, int n) {
+    if (n < 0 || n > 4 * 2 * TRACE_TILES) return -1;
+    return cudaMemcpyFromSymbol(out, g_trace, sizeof(unsigned long long) * n) == cudaSuccess ? 0 : -1;
+}
+"""  # the trace variants' host side; those not built on a GPC variant add GPC_GROUPS
+TRACE = [  # step 8 with, per cluster tile and CTA, when its producer issued k-steps 0, K/2 and the last
+    (CONSTANTS, "#define TRACE_TILES 8192\n__device__ unsigned long long g_trace[4 * 2 * TRACE_TILES];\n" + CONSTANTS),
+    (EMPTY_WAIT, EMPTY_WAIT +
+     "                    if (t < TRACE_TILES && (kt == 0 || kt == k_tiles / 2 || kt == k_tiles - 1)) {\n"
+     "                        unsigned long long now;  // entry: three times (ns), then smid << 48 | round << 32 | m0\n"
+     "                        asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(now));\n"
+     "                        unsigned long long* e = g_trace + 4 * (2 * t + rank);\n"
+     "                        e[kt == 0 ? 0 : kt == k_tiles - 1 ? 2 : 1] = now;\n"
+     "                        if (kt == 0) {\n"
+     "                            unsigned sm;\n"
+     "                            asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(sm));\n"
+     "                            e[3] = (unsigned long long)sm << 48 | (unsigned long long)(t / clusters) << 32 | (unsigned)m0;\n"
+     "                        }\n"
+     "                    }\n"),
+]
+def indented(lines: str, indent: int) -> str:
+    """Each line of `lines` (written at indent 0) indented `indent` spaces."""
+    return "".join(" " * indent + line + "\n" for line in lines.splitlines())
+
+
+GPC_REGISTER = (  # a cluster's rank 0 registers its GPC; `before` clusters have lower labels, it is the i-th of its own
+    'unsigned sm;\n'
+    'asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));\n'
+    'const int g = g_sm_gpc[sm];\n'
+    'const unsigned i = atomicAdd(&g_gpc_n[g], 1u);\n'
+    '__threadfence();\n'
+    'atomicAdd(&g_gpc_all, 1u);\n')
+GPC_BEFORE = ('unsigned before = 0;\n'
+              'for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n')
+GPC_HOST = (  # the launch's host side: labels once, the counters zeroed before each call
+    'static bool gpc_ready = false;\n'
+    'if (!gpc_ready) {  // each SM\'s GPC label, once (all 0 if the GPCs cannot be told apart)\n'
+    '    static int labels[1024];\n'
+    '    if (gpc_groups(labels, device().sms) < 0)\n'
+    '        for (int& l : labels) l = 0;\n'
+    '    cudaMemcpyToSymbol(g_sm_gpc, labels, sizeof labels);\n'
+    '    gpc_ready = true;\n'
+    '}\n'
+    'static void* gpc_n = nullptr;\n'
+    'static void* gpc_all = nullptr;\n'
+    'if (!gpc_n) cudaGetSymbolAddress(&gpc_n, g_gpc_n), cudaGetSymbolAddress(&gpc_all, g_gpc_all);\n'
+    'cudaMemsetAsync(gpc_n, 0, sizeof(unsigned) * 1024, 0);\n'
+    'cudaMemsetAsync(gpc_all, 0, sizeof(unsigned), 0);\n')
+
+
+IDS = "    const int rank = (int)cluster_rank(), cluster = (int)cluster_id(), clusters = (int)cluster_count();\n"
+GPC = [  # step 8 with each GPC's clusters on consecutive tiles of one tile row (A's sharers in one GPC)
+    (CONSTANTS, "__device__ int g_sm_gpc[1024];        // each SM's GPC label (gpc_groups), uploaded once\n"
+                "__device__ unsigned int g_gpc_n[1024]; // clusters of this call per label (zeroed before it)\n"
+                "__device__ unsigned int g_gpc_all;     // clusters of this call registered (zeroed before it)\n" + CONSTANTS),
+    (RASTER, "    if (!along_n) {  // GPC raster: cluster tiles row-major (a row's consecutive tiles share A)\n"
+             "        m0 = (cm * (t / ctiles_n) + rank) * BM;\n"
+             "        n0 = (t % ctiles_n) * BN;\n"
+             "        return;\n"
+             "    }\n" + RASTER),
+    (IDS, "    const int rank = (int)cluster_rank(), cluster0 = (int)cluster_id(), clusters0 = (int)cluster_count();\n"
+          "    __shared__ int gpc_sched[3];  // rank 0's: this cluster's first tile, stride, end\n"
+          "    if (!along_n && rank == 0 && threadIdx.x == 0) {\n"
+          "        // A GPC's n clusters take its share of the tiles, [S, E) in row-major order, i-th, i+n-th, ...\n" +
+          indented(GPC_REGISTER, 8) + spin("&g_gpc_all", "(unsigned)clusters0", 8) + indented(GPC_BEFORE, 8) +
+          "        const unsigned n = *(volatile unsigned*)&g_gpc_n[g];\n"
+          "        const int S = (int)((long long)ctiles * before / clusters0);\n"
+          "        gpc_sched[0] = S + (int)i;\n"
+          "        gpc_sched[1] = (int)n;\n"
+          "        gpc_sched[2] = (int)((long long)ctiles * (before + n) / clusters0);\n"
+          "    }\n"),
+    ("    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n",
+     "    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n"
+     "    __shared__ int gpc_mine[3];  // this CTA's first tile, stride, end (read afresh by each loop turn)\n"
+     "    if (threadIdx.x < 3) {  // rank 0's schedule, through distributed shared memory\n"
+     "        int v = threadIdx.x == 0 ? cluster0 : threadIdx.x == 1 ? clusters0 : ctiles;\n"
+     "        if (!along_n) {\n"
+     "            uint32_t remote;\n"
+     "            asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&gpc_sched[threadIdx.x])));\n"
+     "            asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(v) : \"r\"(remote) : \"memory\");\n"
+     "        }\n"
+     "        gpc_mine[threadIdx.x] = v;\n"
+     "    }\n"
+     "    __syncthreads();\n"
+     "    const volatile int* sched = gpc_mine;\n"),
+    ("            for (int t = cluster; t < ctiles; t += clusters, rev = FP8_SERP && !rev) {\n",
+     "            for (int t = sched[0]; t < sched[2]; t += sched[1], rev = FP8_SERP && !rev) {\n"),
+    ("    for (int t = cluster; t < ctiles; t += clusters, it += k_tiles) {\n",
+     "    for (int t = sched[0]; t < sched[2]; t += sched[1], it += k_tiles) {\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n" + indented(GPC_HOST, 4) + "    cudaLaunchKernelEx("),
+    ("static cudaLaunchConfig_t launch_config(", GPC_GROUPS + "\nstatic cudaLaunchConfig_t launch_config("),
+]
+GPC_LAUNCH = "    cudaLaunchKernelEx(&cfg, gemm_wgmma<BN>,"
+BAND = [  # tiles in bands of FP8_BAND columns, row by row inside a band; a round's clusters in GPC order
+    GPC[0],
+    (RASTER, "    if (!along_n) {  // bands of FP8_BAND tile columns, row-major inside a band: a round's\n"
+             "        // consecutive clusters share a tile row, and every round's tiles the band's B columns\n"
+             "        const int band = t / (ctiles_m * FP8_BAND), v = t % (ctiles_m * FP8_BAND);\n"
+             "        const int width = min(FP8_BAND, ctiles_n - band * FP8_BAND);\n"
+             "        m0 = (cm * (v / width) + rank) * BM;\n"
+             "        n0 = (band * FP8_BAND + v % width) * BN;\n"
+             "        return;\n"
+             "    }\n" + RASTER),
+    (IDS, "    const int rank = (int)cluster_rank(), clusters = (int)cluster_count();\n"
+          "    __shared__ int gpc_pos;  // rank 0's: this cluster's place in each round\n"
+          "    if (rank == 0 && threadIdx.x == 0) {\n"
+          "        int pos = (int)cluster_id();\n"
+          "        if (!along_n && FP8_GPC_ORDER) {  // the clusters of one GPC next to each other\n" +
+          indented(GPC_REGISTER, 12) + spin("&g_gpc_all", "(unsigned)clusters", 12) + indented(GPC_BEFORE, 12) +
+          "            pos = (int)(before + i);\n"
+          "        }\n"
+          "        gpc_pos = pos;\n"
+          "    }\n"),
+    ("    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n",
+     "    cluster_sync();  // both CTAs' barriers initialised before anyone multicasts or arrives remotely\n"
+     "    int cluster_pos;  // rank 0's, through distributed shared memory\n"
+     "    {\n"
+     "        uint32_t remote;\n"
+     "        asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&gpc_pos)));\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(cluster_pos) : \"r\"(remote) : \"memory\");\n"
+     "    }\n"
+     "    const int cluster = cluster_pos;\n"),
+    (GPC_LAUNCH, "    if (FP8_GPC_ORDER) {\n" + indented(GPC_HOST, 8) + "    }\n" + GPC_LAUNCH),
+    GPC[-1],
+]
+TRACE_ROUND = ("(unsigned long long)(t / clusters) << 32",  # the GPC raster's round: its own turns
+               "(unsigned long long)((t - sched[0]) / sched[1]) << 32")
+PAIR = [
+    (CONSTANTS, "__device__ unsigned int g_pair_flags[8192];\n" + CONSTANTS),
+    (TILE_LOOP, TILE_LOOP +
+     "                if (!along_n && t >= clusters && t < 8192) {  // pair: the tile in the same row, the neighbouring column\n"
+     "                    const int group_m = 16 / CLUSTER, gsize = group_m * ctiles_n;\n"
+     "                    const int group = t / gsize, first_m = group * group_m, in_group = t % gsize;\n"
+     "                    const int rows = min(ctiles_m - first_m, group_m), col = in_group / rows;\n"
+     "                    const int partner = t + ((col & 1) ? -rows : rows);\n"
+     "                    atomicAdd(&g_pair_flags[t], 1u);\n"
+     "                    if (partner < ctiles && partner < 8192 && partner / gsize == group && partner / clusters == t / clusters) {\n" +
+     spin("&g_pair_flags[partner]", "(unsigned)CLUSTER", 24) +
+     "                    }\n"
+     "                }\n"),
+    (LAUNCH, "    cfg.gridDim = dim3(CLUSTER * clusters);\n    static void* pf = nullptr;\n"
+             "    if (!pf) cudaGetSymbolAddress(&pf, g_pair_flags);\n"
+             "    cudaMemsetAsync(pf, 0, 4 * (p.ctiles < 8192 ? p.ctiles : 8192), 0);\n    cudaLaunchKernelEx("),
+]
+
+
+def patched(src: str, edits: list[tuple[str, str]]) -> str:
+    """src with each (old, new) applied; old must occur exactly once (else step 8 changed: say so)."""
+    for old, new in edits:
+        if src.count(old) != 1:
+            raise ValueError(f"{SOURCE.name} has {src.count(old)} copies of the line the variants change "
+                             f"({old.strip().splitlines()[0][:60]!r}), not 1: update this probe")
+        src = src.replace(old, new)
+    return src
+
+
+def variants(src: str) -> dict[str, str]:
+    """{file name: source} of every variant `write` makes."""
+    out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
+           for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
+    out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
+                for g in (4, 8, 16, 32) for s in (0, 1)})
+    out["cluster1.cu"] = patched(src, [CLUSTER1])
+    out["round_barrier.cu"] = patched(src, ROUND)
+    out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
+    out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])
+    for q in QUORUMS:
+        out[f"round_quorum{q}.cu"] = patched(out["round_barrier.cu"], [round_quorum(q)])
+    for c in TIMEOUTS:
+        out[f"round_timeout{c}.cu"] = patched(out["round_barrier.cu"], round_timeout(c))
+    out["row_barrier.cu"] = patched(src, ROW)
+    out["row_barrier_o1.cu"] = patched(src, ROW_O1)
+    out["pair_barrier.cu"] = patched(src, PAIR)
+    out["gpc_raster.cu"] = patched(src, GPC)
+    for width, order in ((8, 0), (8, 1), (16, 1)):
+        band = f"#define FP8_BAND {width}\n#define FP8_GPC_ORDER {order}\n"
+        out[f"band{width}_gpc{order}.cu"] = band + patched(src, BAND)
+        out[f"band{width}_gpc{order}_barrier.cu"] = band + patched(patched(src, ROUND), BAND)
+    out["band16_gpc1_quorum12.cu"] = "#define FP8_BAND 16\n#define FP8_GPC_ORDER 1\n" + patched(
+        patched(patched(src, ROUND), [round_quorum(12)]), BAND)
+    out["trace.cu"] = patched(src, TRACE) + TRACE_READ + GPC_GROUPS
+    out["trace_band8_gpc1_barrier.cu"] = patched(out["band8_gpc1_barrier.cu"], TRACE) + TRACE_READ
+    out["trace_gpc_raster.cu"] = patched(patched(out["gpc_raster.cu"], TRACE), [TRACE_ROUND]) + \
+        TRACE_READ
+    out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_READ + GPC_GROUPS
+    return out
