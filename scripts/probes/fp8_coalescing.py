@@ -40,6 +40,11 @@ their edits are in this folder's fp8_variants.py):
     pair_barrier         each producer waits for the cluster whose tile shares its A rows in the
                          neighbouring column of the same round (a flag per cluster tile, zeroed by a
                          memset before each call)
+    step9_wait           fp8_gemm step 9 (09_gpc_bands.cu) without its cooperative launch, which Nsight
+                         Compute fails: the registration's outcome a launch-wide state set once (lined
+                         up by the last cluster to register, or not by one that waited FP9_WAIT_CYCLES,
+                         which also releases every round barrier); step9_wait_never the same with no
+                         wait (never lined up: step 9's bands in cluster-id order, no barrier)
 
 `call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked
@@ -74,10 +79,11 @@ METRICS = ("gpu__time_duration.sum,sm__cycles_elapsed.max,gpc__cycles_elapsed.av
            "lrc__request_sectors_op_read_coalescing_achieved_type_programmatic.sum")
 
 
-def variants(src: str) -> dict[str, str]:
-    """fp8_variants.variants(src), or one line and exit 2 when step 8 no longer has a line they change."""
+def variants(src: str, step9: str | None = None) -> dict[str, str]:
+    """fp8_variants.variants(src, step9), or one line and exit 2 when step 8 or 9 no longer has a line
+    they change."""
     try:
-        return fp8_variants.variants(src)
+        return fp8_variants.variants(src, step9)
     except ValueError as e:
         probe_args.fail(PROBE, str(e))
 
@@ -86,7 +92,7 @@ def write(folder: str) -> None:
     out = Path(folder)
     if not out.is_dir():
         probe_args.fail(PROBE, f"{folder} is not a folder")
-    for name, text in variants(fp8_variants.SOURCE.read_text()).items():
+    for name, text in variants(fp8_variants.SOURCE.read_text(), fp8_variants.STEP9.read_text()).items():
         (out / name).write_text(text)
         print(out / name)
 

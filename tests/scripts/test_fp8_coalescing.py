@@ -12,6 +12,7 @@ from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
 
 PROBE = ROOT / "scripts" / "probes" / "fp8_coalescing.py"
 STEP8 = ROOT / "reference_solutions" / "fp8_gemm" / "08_wide_tile_144.cu"
+STEP9 = ROOT / "reference_solutions" / "fp8_gemm" / "09_gpc_bands.cu"
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "row_barrier_o1.cu", "pair_barrier.cu", "trace.cu",
     "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
-    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu"}
+    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_wait.cu", "step9_wait_never.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -84,6 +85,44 @@ def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, 
     assert r.returncode == 0, r.stderr
     spills = [line for line in r.stderr.splitlines() if "spill" in line]
     assert len(spills) >= 2 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
+
+
+def test_step_9s_wait_variants_drop_the_cooperative_launch_and_decide_once(tmp_path):
+    r = subprocess.run([sys.executable, str(PROBE), "write", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    wait, never = (tmp_path / "step9_wait.cu").read_text(), (tmp_path / "step9_wait_never.cu").read_text()
+    assert "attr[1].id = cudaLaunchAttributeCooperative" not in wait and "#define FP9_COOP" not in wait
+    assert wait.count("atomicCAS(&g_state, 0u, 1u)") == 1 and wait.count("atomicCAS(&g_state, 0u, 2u)") == 1
+    assert "g_state = 0;" in wait  # zeroed by the last CTA, with the other counters
+    assert never == "#define FP9_WAIT_CYCLES 0u\n" + wait
+
+
+def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys):
+    step9 = STEP9.read_text().replace("cfg.numAttrs = 2;", "cfg.numAttrs = 3;")
+    with pytest.raises(SystemExit) as e:
+        probe.variants(STEP8.read_text(), step9)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "09_gpc_bands.cu has 0 copies" in err and len(err.splitlines()) == 1
+
+
+@nvcc_test
+@needs_cuobjdump
+@pytest.mark.parametrize("name", ["step9_wait.cu", "step9_wait_never.cu"])
+def test_step_9s_wait_variants_change_only_the_wide_kernels_start(probe, tmp_path, name):
+    """0 spills (ptxas spilled 16 bytes in a first form); the 128-wide kernel step 8's machine code, and
+    the wide kernel's consumers step 9's math and sync instructions (tests/scripts/test_fp8_gemm_step9.py)."""
+    src = tmp_path / name
+    src.write_text(probe.variants(STEP8.read_text(), STEP9.read_text())[name])
+    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
+                        "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    spills = [line for line in r.stderr.splitlines() if "spill" in line]
+    assert len(spills) >= 4 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
+    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
+    variant, step8, shipped = (step9.kernels(tmp_path, f) for f in (src, STEP8, STEP9))
+    assert variant["128"] == step8["128"]
+    assert step9.consumer_ops(variant["144"])[1] == step9.consumer_ops(shipped["144"])[1]
 
 
 def test_spreads_measures_the_sharers_of_a_round(probe):
