@@ -45,6 +45,8 @@ their edits are in this folder's fp8_variants.py):
                          up by the last cluster to register, or not by one that waited FP9_WAIT_CYCLES,
                          which also releases every round barrier); step9_wait_never the same with no
                          wait (never lined up: step 9's bands in cluster-id order, no barrier)
+    step9_every{N}       step 9 with its round barrier at every N-th round only (2, 4)
+    step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
 
 `call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked

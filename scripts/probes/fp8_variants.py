@@ -313,6 +313,15 @@ STEP9_WAIT = [
 ]
 
 
+STEP9_ROUND = "                if (SCHED && !along_n && t >= clusters) {  // each round starts together, all but FP9_QUORUM\n"
+
+
+def step9_every(n: int) -> tuple[str, str]:
+    """Step 9's round barrier at every n-th round only (its cost paid 1/n as often; the rounds drift
+    between)."""
+    return STEP9_ROUND, STEP9_ROUND.replace("t >= clusters)", f"t >= clusters && (t / clusters) % {n} == 0)")
+
+
 def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name) -> str:
     """src (the file `name`) with each (old, new) applied; old must occur exactly once (else the file
     changed: say so)."""
@@ -326,7 +335,8 @@ def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name) -> 
 
 def variants(src: str, step9: str | None = None) -> dict[str, str]:
     """{file name: source} of every variant `write` makes: of step 8 (src), and of step 9 when its text is
-    given (step9_wait.cu, and step9_wait_never.cu whose clusters never wait: never lined up)."""
+    given (step9_wait.cu, and step9_wait_never.cu whose clusters never wait: never lined up;
+    step9_every{2,4}.cu, its round barrier every 2nd or 4th round; step9_quorum{24,48}.cu)."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
     out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
@@ -357,4 +367,8 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
     if step9 is not None:
         out["step9_wait.cu"] = patched(step9, STEP9_WAIT, STEP9.name)
         out["step9_wait_never.cu"] = "#define FP9_WAIT_CYCLES 0u\n" + out["step9_wait.cu"]
+        for n in (2, 4):
+            out[f"step9_every{n}.cu"] = patched(step9, [step9_every(n)], STEP9.name)
+        for q in (24, 48):
+            out[f"step9_quorum{q}.cu"] = f"#define FP9_QUORUM {q}\n" + step9
     return out

@@ -29,7 +29,8 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "row_barrier_o1.cu", "pair_barrier.cu", "trace.cu",
     "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
-    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_wait.cu", "step9_wait_never.cu"}
+    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_wait.cu", "step9_wait_never.cu",
+    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -95,6 +96,8 @@ def test_step_9s_wait_variants_drop_the_cooperative_launch_and_decide_once(tmp_p
     assert wait.count("atomicCAS(&g_state, 0u, 1u)") == 1 and wait.count("atomicCAS(&g_state, 0u, 2u)") == 1
     assert "g_state = 0;" in wait  # zeroed by the last CTA, with the other counters
     assert never == "#define FP9_WAIT_CYCLES 0u\n" + wait
+    assert "t >= clusters && (t / clusters) % 4 == 0) {" in (tmp_path / "step9_every4.cu").read_text()
+    assert (tmp_path / "step9_quorum48.cu").read_text() == "#define FP9_QUORUM 48\n" + STEP9.read_text()
 
 
 def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys):
@@ -108,8 +111,8 @@ def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys
 
 @nvcc_test
 @needs_cuobjdump
-@pytest.mark.parametrize("name", ["step9_wait.cu", "step9_wait_never.cu"])
-def test_step_9s_wait_variants_change_only_the_wide_kernels_start(probe, tmp_path, name):
+@pytest.mark.parametrize("name", ["step9_wait.cu", "step9_wait_never.cu", "step9_every2.cu"])
+def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_path, name):
     """0 spills (ptxas spilled 16 bytes in a first form); the 128-wide kernel step 8's machine code, and
     the wide kernel's consumers step 9's math and sync instructions (tests/scripts/test_fp8_gemm_step9.py)."""
     src = tmp_path / name
