@@ -77,10 +77,10 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
-// Step 7's switches (-DFP7_PIPE=0 / -DFP7_ADDR=0: that change step 6's way; see the header).
+// Step 7's switches (-DFP7_PIPE=0 / -DFP7_ADDR=0: that change step 6's way; see 07_pipelined_promotion.cu's header).
 #ifndef FP7_PROMOTE2
 #define FP7_PROMOTE2 0  // 1: promote every 2 stages (256 products). OFF by default: the error model
-                        // (header) puts it at the edge of the tolerance at 8192^3
+                        // (07_pipelined_promotion.cu's header) puts it at the edge of the tolerance at 8192^3
 #endif
 #ifndef FP7_PIPE
 #define FP7_PIPE 1      // no wgmma.wait_group 0 at the loop's back edge: one group always in flight
