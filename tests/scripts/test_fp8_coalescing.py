@@ -62,6 +62,15 @@ def test_a_step_8_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys
     assert "0 copies" in err and "update this probe" in err and len(err.splitlines()) == 1
 
 
+def builds_without_spills(src, tmp_path, kernels: int) -> None:
+    """src builds for sm_90a, and ptxas reports at least `kernels` functions, none of them spilling."""
+    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
+                        "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    spills = [line for line in r.stderr.splitlines() if "spill" in line]
+    assert len(spills) >= kernels and all("0 bytes spill stores, 0 bytes spill loads" in x for x in spills), spills
+
+
 @nvcc_test
 @needs_cuobjdump
 def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, tmp_path):
@@ -81,11 +90,7 @@ def test_the_raster_variant_at_step_8s_settings_is_step_8s_machine_code(probe, t
 def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, name):
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text())[name])
-    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
-                        "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    spills = [line for line in r.stderr.splitlines() if "spill" in line]
-    assert len(spills) >= 2 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
+    builds_without_spills(src, tmp_path, kernels=2)
 
 
 def test_step_9s_wait_variants_drop_the_cooperative_launch_and_decide_once(tmp_path):
@@ -117,11 +122,7 @@ def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_
     the wide kernel's consumers step 9's math and sync instructions (tests/scripts/test_fp8_gemm_step9.py)."""
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text(), STEP9.read_text())[name])
-    r = subprocess.run(["nvcc", "-O3", "-std=c++17", "-Xptxas", "-v", "-gencode", "arch=compute_90a,code=sm_90a",
-                        "-c", str(src), "-o", str(tmp_path / "x.o")], capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    spills = [line for line in r.stderr.splitlines() if "spill" in line]
-    assert len(spills) >= 4 and all("0 bytes spill stores, 0 bytes spill loads" in line for line in spills), spills
+    builds_without_spills(src, tmp_path, kernels=4)
     step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
     variant, step8, shipped = (step9.kernels(tmp_path, f) for f in (src, STEP8, STEP9))
     assert variant["128"] == step8["128"]
