@@ -40,11 +40,9 @@ their edits are in this folder's fp8_variants.py):
     pair_barrier         each producer waits for the cluster whose tile shares its A rows in the
                          neighbouring column of the same round (a flag per cluster tile, zeroed by a
                          memset before each call)
-    step9_wait           fp8_gemm step 9 (09_gpc_bands.cu) without its cooperative launch, which Nsight
-                         Compute fails: the registration's outcome a launch-wide state set once (lined
-                         up by the last cluster to register, or not by one that waited FP9_WAIT_CYCLES,
-                         which also releases every round barrier); step9_wait_never the same with no
-                         wait (never lined up: step 9's bands in cluster-id order, no barrier)
+    step9_never          fp8_gemm step 9 (09_gpc_bands.cu) never lined up (FP9_WAIT_CYCLES 0): its
+                         bands in cluster-id order, no barrier; step9_no_barrier: its GPC order without
+                         the barrier (a quorum that never waits)
     step9_every{N}       step 9 with its round barrier at every N-th round only (2, 4)
     step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
 

@@ -260,59 +260,6 @@ PAIR = [
 ]
 
 
-# Step 9 without its cooperative launch (which Nsight Compute fails): the registration's outcome is a
-# launch-wide state set once by compare-and-swap from 0, to 1 (lined up) by the last cluster to
-# register or to 2 (not) by a cluster that waited FP9_WAIT_CYCLES; everyone reads the one state, so
-# either every cluster takes its GPC place or every one its cluster id's, and the winner of 2 sets a
-# high bit in the round counter, so that every round barrier of that launch passes at once. (The
-# timer read inside the wait loop's exit test: with the test and the CAS inside the loop's body
-# ptxas spilled 16 bytes in the consumers.) fp8_gemm README, "Still to write".
-STEP9_WAIT = [
-    ("#ifndef FP9_COOP\n"
-     "#define FP9_COOP 1      // the wide kernel launched cooperative (header, \"co-residency\"); 0: a plain cluster\n"
-     "                        // launch, for Nsight Compute (which fails the cooperative one), on an otherwise idle GPU\n",
-     "#ifndef FP9_WAIT_CYCLES\n"
-     "#define FP9_WAIT_CYCLES 100000u  // SM cycles (~50-100 us) a cluster waits for the others to register before\n"
-     "                                 // the launch runs unlined (cluster ids' places, no barrier)\n"),
-    ("__device__ unsigned int g_round;",
-     "__device__ unsigned int g_state;       // 0 registering, 1 lined up, 2 not\n__device__ unsigned int g_round;"),
-    ("            atomicAdd(&g_gpc_all, 1u);\n"
-     "            unsigned v;\n"
-     "            do {\n"
-     "                asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(&g_gpc_all) : \"memory\");\n"
-     "            } while (v < (unsigned)clusters);\n"
-     "            unsigned before = 0;\n"
-     "            for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
-     "            pos = (int)(before + i);\n",
-     "            if (atomicAdd(&g_gpc_all, 1u) == (unsigned)clusters - 1) atomicCAS(&g_state, 0u, 1u);\n"
-     "            unsigned t0, now, state;\n"
-     "            asm volatile(\"mov.u32 %0, %%clock;\" : \"=r\"(t0));\n"
-     "            do {\n"
-     "                asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(state) : \"l\"(&g_state) : \"memory\");\n"
-     "                asm volatile(\"mov.u32 %0, %%clock;\" : \"=r\"(now));\n"
-     "            } while (state == 0u && now - t0 <= FP9_WAIT_CYCLES);\n"
-     "            if (state == 0u) {\n"
-     "                if (atomicCAS(&g_state, 0u, 2u) == 0u) atomicOr(&g_round, 0x40000000u);\n"
-     "                asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(state) : \"l\"(&g_state) : \"memory\");\n"
-     "            }\n"
-     "            if (state == 1u) {  // else the cluster id's place, and the round barriers pass at once\n"
-     "                unsigned before = 0;\n"
-     "                for (int h = 0; h < g; ++h) before += *(volatile unsigned*)&g_gpc_n[h];\n"
-     "                pos = (int)(before + i);\n"
-     "            }\n"),
-    ("                    g_gpc_all = 0;\n", "                    g_gpc_all = 0;\n                    g_state = 0;\n"),
-    ("    if (BN == BN_WIDE && FP9_SCHED && FP9_COOP) {  // the waits need every cluster: all resident at once, or no launch\n"
-     "        attr[1].id = cudaLaunchAttributeCooperative;\n"
-     "        attr[1].val.cooperative = 1;\n"
-     "        cfg.numAttrs = 2;\n"
-     "        if (cudaLaunchKernelEx(&cfg, gemm_wgmma<BN>, ma, mb, scale_a, scale_b, C, M, N, K, (int)p.along_n) == cudaSuccess)\n"
-     "            return true;\n"
-     "        (void)cudaGetLastError();  // refused: the caller runs the 128-wide kernel instead\n"
-     "        return false;\n"
-     "    }\n", ""),
-]
-
-
 STEP9_ROUND = "                if (SCHED && !along_n && t >= clusters) {  // each round starts together, all but FP9_QUORUM\n"
 
 
@@ -335,8 +282,9 @@ def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name) -> 
 
 def variants(src: str, step9: str | None = None) -> dict[str, str]:
     """{file name: source} of every variant `write` makes: of step 8 (src), and of step 9 when its text is
-    given (step9_wait.cu, and step9_wait_never.cu whose clusters never wait: never lined up;
-    step9_every{2,4}.cu, its round barrier every 2nd or 4th round; step9_quorum{24,48}.cu)."""
+    given (step9_never.cu, never lined up: bands in cluster-id order, no barrier; step9_no_barrier.cu,
+    GPC order without the barrier; step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
+    step9_quorum{24,48}.cu)."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
     out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
@@ -365,8 +313,8 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
         TRACE_READ
     out["trace_round_barrier.cu"] = patched(out["round_barrier.cu"], TRACE) + TRACE_READ + GPC_GROUPS
     if step9 is not None:
-        out["step9_wait.cu"] = patched(step9, STEP9_WAIT, STEP9.name)
-        out["step9_wait_never.cu"] = "#define FP9_WAIT_CYCLES 0u\n" + out["step9_wait.cu"]
+        out["step9_never.cu"] = "#define FP9_WAIT_CYCLES 0u\n" + step9
+        out["step9_no_barrier.cu"] = "#define FP9_QUORUM 1000000\n" + step9
         for n in (2, 4):
             out[f"step9_every{n}.cu"] = patched(step9, [step9_every(n)], STEP9.name)
         for q in (24, 48):

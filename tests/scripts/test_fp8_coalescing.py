@@ -29,7 +29,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "row_barrier_o1.cu", "pair_barrier.cu", "trace.cu",
     "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
-    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_wait.cu", "step9_wait_never.cu",
+    "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
     "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
 
 
@@ -93,20 +93,18 @@ def test_the_barrier_and_raster_variants_build_clean_for_sm90a(probe, tmp_path, 
     builds_without_spills(src, tmp_path, kernels=2)
 
 
-def test_step_9s_wait_variants_drop_the_cooperative_launch_and_decide_once(tmp_path):
+def test_step_9s_variants_are_its_switches_and_a_sparser_barrier(tmp_path):
     r = subprocess.run([sys.executable, str(PROBE), "write", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    wait, never = (tmp_path / "step9_wait.cu").read_text(), (tmp_path / "step9_wait_never.cu").read_text()
-    assert "attr[1].id = cudaLaunchAttributeCooperative" not in wait and "#define FP9_COOP" not in wait
-    assert wait.count("atomicCAS(&g_state, 0u, 1u)") == 1 and wait.count("atomicCAS(&g_state, 0u, 2u)") == 1
-    assert "g_state = 0;" in wait  # zeroed by the last CTA, with the other counters
-    assert never == "#define FP9_WAIT_CYCLES 0u\n" + wait
+    step9 = STEP9.read_text()
+    assert (tmp_path / "step9_never.cu").read_text() == "#define FP9_WAIT_CYCLES 0u\n" + step9
+    assert (tmp_path / "step9_no_barrier.cu").read_text() == "#define FP9_QUORUM 1000000\n" + step9
     assert "t >= clusters && (t / clusters) % 4 == 0) {" in (tmp_path / "step9_every4.cu").read_text()
-    assert (tmp_path / "step9_quorum48.cu").read_text() == "#define FP9_QUORUM 48\n" + STEP9.read_text()
+    assert (tmp_path / "step9_quorum48.cu").read_text() == "#define FP9_QUORUM 48\n" + step9
 
 
 def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys):
-    step9 = STEP9.read_text().replace("cfg.numAttrs = 2;", "cfg.numAttrs = 3;")
+    step9 = STEP9.read_text().replace("all but FP9_QUORUM\n", "all but a quorum\n")
     with pytest.raises(SystemExit) as e:
         probe.variants(STEP8.read_text(), step9)
     assert e.value.code == 2
@@ -116,9 +114,9 @@ def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys
 
 @nvcc_test
 @needs_cuobjdump
-@pytest.mark.parametrize("name", ["step9_wait.cu", "step9_wait_never.cu", "step9_every2.cu"])
+@pytest.mark.parametrize("name", ["step9_never.cu", "step9_no_barrier.cu", "step9_every2.cu"])
 def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_path, name):
-    """0 spills (ptxas spilled 16 bytes in a first form); the 128-wide kernel step 8's machine code, and
+    """0 spills; the 128-wide kernel step 8's machine code, and
     the wide kernel's consumers step 9's math and sync instructions (tests/scripts/test_fp8_gemm_step9.py)."""
     src = tmp_path / name
     src.write_text(probe.variants(STEP8.read_text(), STEP9.read_text())[name])

@@ -2,7 +2,8 @@
 (every shape but the wide one) is step 8's machine code; with FP9_SCHED=0 its wide kernel is step 8's
 too, so the schedule is all that step 9 changes; with the schedule the consumers issue step 8's math
 and synchronisation instructions, as many of each; and the GPC finder it inlines is the probes' own
-gpc_groups.cuh, word for word (a model answer is one file)."""
+gpc_groups.cuh, word for word (a model answer is one file). Its waits end: one launch-wide state,
+set once, says whether a launch lines up (no cooperative launch, which Nsight Compute fails)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,24 @@ def test_step_9_changes_only_the_wide_kernels_schedule(tmp_path):
     (n9, ops9), (n8, ops8) = consumer_ops(step9["144"]), consumer_ops(step8["144"])
     assert ops9 == ops8 and ops8["QGMMA.64x144x32.F32.E4M3.E4M3"] == 16 and abs(n9 - n8) <= n8 // 100
     assert any(opcode(text).startswith("ATOMG") for text, _, _ in step9["144"])  # the schedule's counters
+
+
+def test_step_9_has_no_cooperative_launch():
+    assert "cudaLaunchAttributeCooperative" not in STEP9.read_text()  # `judge profile` runs it
+
+
+@nvcc_test
+@needs_cuobjdump
+def test_step_9_decides_once_whether_a_launch_lines_up(tmp_path):
+    """Two compare-and-swaps of the state from 0 (the last to register: lined up; a cluster that waited
+    FP9_WAIT_CYCLES: not) and one OR that releases every round barrier; FP9_WAIT_CYCLES=0 (never lined
+    up, to test that path) drops the first and leaves the consumers' math as it was."""
+    def atomics(code):
+        return Counter(op for op in (opcode(text) for text, _, _ in code) if op.startswith("ATOMG"))
+    shipped, never = kernels(tmp_path, STEP9)["144"], kernels(tmp_path, STEP9, "-DFP9_WAIT_CYCLES=0u")["144"]
+    assert atomics(shipped)["ATOMG.E.CAS.STRONG.GPU"] == 2 and atomics(shipped)["ATOMG.E.OR.STRONG.GPU"] == 1
+    assert atomics(never)["ATOMG.E.CAS.STRONG.GPU"] == 1 and atomics(never)["ATOMG.E.OR.STRONG.GPU"] == 1
+    assert consumer_ops(never)[1] == consumer_ops(shipped)[1]
 
 
 def test_step_9_inlines_the_probes_gpc_finder_unchanged():
