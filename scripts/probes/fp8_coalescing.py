@@ -43,6 +43,7 @@ their edits are in this folder's fp8_variants.py):
     step9_never          fp8_gemm step 9 (09_gpc_bands.cu) never lined up (FP9_WAIT_CYCLES 0): its
                          bands in cluster-id order, no barrier; step9_no_barrier: its GPC order without
                          the barrier (a quorum that never waits)
+    step9_narrow         step 9's schedule on its 128-wide kernel too (4096³, the small tests)
     step9_every{N}       step 9 with its round barrier at every N-th round only (2, 4)
     step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
 

@@ -269,13 +269,17 @@ def step9_every(n: int) -> tuple[str, str]:
     return STEP9_ROUND, STEP9_ROUND.replace("t >= clusters)", f"t >= clusters && (t / clusters) % {n} == 0)")
 
 
-def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name) -> str:
-    """src (the file `name`) with each (old, new) applied; old must occur exactly once (else the file
-    changed: say so)."""
+# Step 9's schedule on both kernels: the three places that limit it to the wide one.
+STEP9_WIDE_ONLY = "BN == BN_WIDE && FP9_SCHED"
+
+
+def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name, copies: int = 1) -> str:
+    """src (the file `name`) with each (old, new) applied; old must occur exactly `copies` times (else the
+    file changed: say so)."""
     for old, new in edits:
-        if src.count(old) != 1:
+        if src.count(old) != copies:
             raise ValueError(f"{name} has {src.count(old)} copies of the line the variants change "
-                             f"({old.strip().splitlines()[0][:60]!r}), not 1: update this probe")
+                             f"({old.strip().splitlines()[0][:60]!r}), not {copies}: update this probe")
         src = src.replace(old, new)
     return src
 
@@ -283,7 +287,7 @@ def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name) -> 
 def variants(src: str, step9: str | None = None) -> dict[str, str]:
     """{file name: source} of every variant `write` makes: of step 8 (src), and of step 9 when its text is
     given (step9_never.cu, never lined up: bands in cluster-id order, no barrier; step9_no_barrier.cu,
-    GPC order without the barrier; step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
+    GPC order without the barrier; step9_narrow.cu, the schedule on the 128-wide kernel too; step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
     step9_quorum{24,48}.cu)."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
@@ -315,6 +319,7 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
     if step9 is not None:
         out["step9_never.cu"] = "#define FP9_WAIT_CYCLES 0u\n" + step9
         out["step9_no_barrier.cu"] = "#define FP9_QUORUM 1000000\n" + step9
+        out["step9_narrow.cu"] = patched(step9, [(STEP9_WIDE_ONLY, "FP9_SCHED")], STEP9.name, copies=3)
         for n in (2, 4):
             out[f"step9_every{n}.cu"] = patched(step9, [step9_every(n)], STEP9.name)
         for q in (24, 48):

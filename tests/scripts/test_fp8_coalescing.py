@@ -30,7 +30,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
     "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
-    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
+    "step9_narrow.cu", "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -99,6 +99,9 @@ def test_step_9s_variants_are_its_switches_and_a_sparser_barrier(tmp_path):
     step9 = STEP9.read_text()
     assert (tmp_path / "step9_never.cu").read_text() == "#define FP9_WAIT_CYCLES 0u\n" + step9
     assert (tmp_path / "step9_no_barrier.cu").read_text() == "#define FP9_QUORUM 1000000\n" + step9
+    wide_only = "BN == BN_WIDE && FP9_SCHED"
+    assert step9.count(wide_only) == 3
+    assert (tmp_path / "step9_narrow.cu").read_text() == step9.replace(wide_only, "FP9_SCHED")
     assert "t >= clusters && (t / clusters) % 4 == 0) {" in (tmp_path / "step9_every4.cu").read_text()
     assert (tmp_path / "step9_quorum48.cu").read_text() == "#define FP9_QUORUM 48\n" + step9
 
