@@ -45,7 +45,9 @@
 //     (2: step 8's speed with bands, still correct). FP9_WAIT_CYCLES=0 forces 2 (the test of that
 //     path). This replaces a cooperative launch (the first form of this step, 2026-11-30 00:16-
 //     00:47: the driver refuses it unless all CTAs fit), which Nsight Compute failed with
-//     LaunchFailed; this form runs under Nsight Compute and `judge profile`.
+//     LaunchFailed; this form runs under Nsight Compute and `judge profile`. The counters and the
+//     state are the process's, not a launch's: two wide launches running at once (two streams) would
+//     share them, which this file does not support; the judge calls solve() one call at a time.
 //
 // Counts at 8192³ (Nsight Compute, one call each, H200, 2026-11-29, of the probe variants this step
 // was made from; README, "GPC-ordered bands"): sectors read from L2 178.4M (step 8), 152.6M (cuBLAS),
