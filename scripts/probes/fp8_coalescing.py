@@ -44,6 +44,8 @@ their edits are in this folder's fp8_variants.py):
                          bands in cluster-id order, no barrier; step9_no_barrier: its GPC order without
                          the barrier (a quorum that never waits)
     step9_narrow         step 9's schedule on its 128-wide kernel too (4096³, the small tests)
+    step9_gpc_barrier    step 9 with a round barrier per GPC (its 16-18 CTAs) instead of the launch's;
+                         step9_gpc_barrier_q2 the same letting 2 of a GPC's CTAs be late
     step9_every{N}       step 9 with its round barrier at every N-th round only (2, 4)
     step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
 

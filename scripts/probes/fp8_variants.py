@@ -269,6 +269,62 @@ def step9_every(n: int) -> tuple[str, str]:
     return STEP9_ROUND, STEP9_ROUND.replace("t >= clusters)", f"t >= clusters && (t / clusters) % {n} == 0)")
 
 
+# Step 9 with a round barrier per GPC instead of one for the whole launch: the L2 request coalescer
+# merges only requests of SMs in one GPC, so only a GPC's clusters (8-9, consecutive places of a
+# round) need to start a round together; each waits for its GPC's 16-18 CTAs (all but FP9_GQUORUM)
+# rather than for all but 12 of the launch's 132, and the GPCs may drift apart. A launch that does not
+# line up has no barrier at all. Rank 0 passes its GPC's label, first place and cluster count to rank
+# 1 through distributed shared memory, as it passes its place.
+STEP9_GPC_BARRIER = [
+    ("__device__ unsigned int g_done;        // CTAs finished\n",
+     "__device__ unsigned int g_done;        // CTAs finished\n"
+     "__device__ unsigned int g_round_gpc[1024];  // round-barrier arrivals per GPC label\n"
+     "#ifndef FP9_GQUORUM\n#define FP9_GQUORUM 0  // arrivals of its GPC a round may start without\n#endif\n"),
+    ("    __shared__ int sched_pos;  // rank 0's: this cluster's place in each round (SCHED)\n",
+     "    __shared__ int sched_pos;  // rank 0's: this cluster's place in each round (SCHED)\n"
+     "    __shared__ int sched_gpc[3];  // rank 0's: its GPC label, the GPC's first place, its clusters (0: no barrier)\n"),
+    ("        int pos = cluster_hw;\n",
+     "        int pos = cluster_hw;\n        sched_gpc[0] = 0, sched_gpc[1] = 0, sched_gpc[2] = 0;\n"),
+    ("                pos = (int)(before + i);\n",
+     "                pos = (int)(before + i);\n"
+     "                sched_gpc[0] = g, sched_gpc[1] = (int)before, sched_gpc[2] = (int)*(volatile unsigned*)&g_gpc_n[g];\n"),
+    ("    int cluster = cluster_hw;\n"
+     "    if constexpr (SCHED) {  // rank 0's place, through distributed shared memory\n"
+     "        uint32_t remote;\n"
+     "        asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&sched_pos)));\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(cluster) : \"r\"(remote) : \"memory\");\n"
+     "    }\n",
+     "    int cluster = cluster_hw, gpc = 0, gpc_first = 0, gpc_n = 0;\n"
+     "    if constexpr (SCHED) {  // rank 0's place and GPC, through distributed shared memory\n"
+     "        uint32_t remote;\n"
+     "        asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(&sched_pos)));\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(cluster) : \"r\"(remote) : \"memory\");\n"
+     "        asm volatile(\"mapa.shared::cluster.u32 %0, %1, 0;\" : \"=r\"(remote) : \"r\"(smem_addr(sched_gpc)));\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(gpc) : \"r\"(remote) : \"memory\");\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(gpc_first) : \"r\"(remote + 4) : \"memory\");\n"
+     "        asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(gpc_n) : \"r\"(remote + 8) : \"memory\");\n"
+     "    }\n"),
+    ("                if (SCHED && !along_n && t >= clusters) {  // each round starts together, all but FP9_QUORUM\n"
+     "                    round_target += CLUSTER * min(clusters, ctiles - (t - cluster));\n"
+     "                    atomicAdd(&g_round, 1u);\n"
+     "                    unsigned v;\n"
+     "                    do {\n"
+     "                        asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(&g_round) : \"memory\");\n"
+     "                    } while (v + FP9_QUORUM < round_target);\n"
+     "                }\n",
+     "                if (SCHED && !along_n && t >= clusters && gpc_n > 0) {  // each round starts together in a GPC\n"
+     "                    round_target += CLUSTER * min(gpc_n, ctiles - (t - cluster) - gpc_first);\n"
+     "                    atomicAdd(&g_round_gpc[gpc], 1u);\n"
+     "                    unsigned v;\n"
+     "                    do {\n"
+     "                        asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(v) : \"l\"(&g_round_gpc[gpc]) : \"memory\");\n"
+     "                    } while (v + FP9_GQUORUM < round_target);\n"
+     "                }\n"),
+    ("                    for (int h = 0; h < g_groups; ++h) g_gpc_n[h] = 0;\n",
+     "                    for (int h = 0; h < g_groups; ++h) g_gpc_n[h] = 0, g_round_gpc[h] = 0;\n"),
+]
+
+
 # Step 9's schedule on both kernels: the three places that limit it to the wide one.
 STEP9_WIDE_ONLY = "BN == BN_WIDE && FP9_SCHED"
 
@@ -287,7 +343,8 @@ def patched(src: str, edits: list[tuple[str, str]], name: str = SOURCE.name, cop
 def variants(src: str, step9: str | None = None) -> dict[str, str]:
     """{file name: source} of every variant `write` makes: of step 8 (src), and of step 9 when its text is
     given (step9_never.cu, never lined up: bands in cluster-id order, no barrier; step9_no_barrier.cu,
-    GPC order without the barrier; step9_narrow.cu, the schedule on the 128-wide kernel too; step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
+    GPC order without the barrier; step9_narrow.cu, the schedule on the 128-wide kernel too;
+    step9_gpc_barrier.cu, a round barrier per GPC (_q2: 2 of a GPC's CTAs may be late); step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
     step9_quorum{24,48}.cu)."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
@@ -320,6 +377,8 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
         out["step9_never.cu"] = "#define FP9_WAIT_CYCLES 0u\n" + step9
         out["step9_no_barrier.cu"] = "#define FP9_QUORUM 1000000\n" + step9
         out["step9_narrow.cu"] = patched(step9, [(STEP9_WIDE_ONLY, "FP9_SCHED")], STEP9.name, copies=3)
+        out["step9_gpc_barrier.cu"] = patched(step9, STEP9_GPC_BARRIER, STEP9.name)
+        out["step9_gpc_barrier_q2.cu"] = "#define FP9_GQUORUM 2\n" + out["step9_gpc_barrier.cu"]
         for n in (2, 4):
             out[f"step9_every{n}.cu"] = patched(step9, [step9_every(n)], STEP9.name)
         for q in (24, 48):

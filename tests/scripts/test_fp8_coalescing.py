@@ -30,7 +30,8 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "trace_round_barrier.cu", "gpc_raster.cu", "trace_gpc_raster.cu", "band8_gpc0.cu", "band8_gpc1.cu",
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
     "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
-    "step9_narrow.cu", "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
+    "step9_narrow.cu", "step9_gpc_barrier.cu", "step9_gpc_barrier_q2.cu",
+    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -102,6 +103,10 @@ def test_step_9s_variants_are_its_switches_and_a_sparser_barrier(tmp_path):
     wide_only = "BN == BN_WIDE && FP9_SCHED"
     assert step9.count(wide_only) == 3
     assert (tmp_path / "step9_narrow.cu").read_text() == step9.replace(wide_only, "FP9_SCHED")
+    per_gpc = (tmp_path / "step9_gpc_barrier.cu").read_text()
+    assert "atomicAdd(&g_round_gpc[gpc], 1u);" in per_gpc and "atomicAdd(&g_round, 1u);" not in per_gpc
+    assert "g_gpc_n[h] = 0, g_round_gpc[h] = 0;" in per_gpc  # zeroed by the last CTA with the others
+    assert (tmp_path / "step9_gpc_barrier_q2.cu").read_text() == "#define FP9_GQUORUM 2\n" + per_gpc
     assert "t >= clusters && (t / clusters) % 4 == 0) {" in (tmp_path / "step9_every4.cu").read_text()
     assert (tmp_path / "step9_quorum48.cu").read_text() == "#define FP9_QUORUM 48\n" + step9
 
@@ -117,7 +122,8 @@ def test_a_step_9_without_the_changed_lines_is_one_line_and_exit_2(probe, capsys
 
 @nvcc_test
 @needs_cuobjdump
-@pytest.mark.parametrize("name", ["step9_never.cu", "step9_no_barrier.cu", "step9_every2.cu"])
+@pytest.mark.parametrize("name", ["step9_never.cu", "step9_no_barrier.cu", "step9_every2.cu",
+                                  "step9_gpc_barrier.cu"])
 def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_path, name):
     """0 spills; the 128-wide kernel step 8's machine code, and
     the wide kernel's consumers step 9's math and sync instructions (tests/scripts/test_fp8_gemm_step9.py)."""
