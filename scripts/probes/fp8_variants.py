@@ -344,8 +344,8 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
     """{file name: source} of every variant `write` makes: of step 8 (src), and of step 9 when its text is
     given (step9_never.cu, never lined up: bands in cluster-id order, no barrier; step9_no_barrier.cu,
     GPC order without the barrier; step9_narrow.cu, the schedule on the 128-wide kernel too;
-    step9_gpc_barrier.cu, a round barrier per GPC (_q2: 2 of a GPC's CTAs may be late); step9_every{2,4}.cu, its round barrier every 2nd or 4th round;
-    step9_quorum{24,48}.cu)."""
+    step9_gpc_barrier.cu, a round barrier per GPC (_q2: 2 of a GPC's CTAs may be late);
+    step9_every{2,4}.cu, its round barrier every 2nd or 4th round; step9_quorum{24,48}.cu)."""
     out = {f"group{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_GROUP {g}\n" + patched(src, [GROUP])
            for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)}
     out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
