@@ -32,6 +32,15 @@
 //    register, for the same reason in the two-consumer D = 64 kernel (8 bytes spilled otherwise).
 //    The counters are the process's, not a launch's: one persistent launch at a time (the judge
 //    calls solve() one call at a time); two launches on two streams at once would share them.
+//    Open, seen in the code after the GPU runs and not measured: a CTA claims its first tile and,
+//    about an atomic's round trip later, its second, so when a shape has no more tiles than the GPU
+//    has SMs (the grid is then one CTA a tile) the CTAs that start first can take two tiles each and
+//    leave later ones none: up to twice step 7's time on such small shapes, none of them a benchmark
+//    shape (with more tiles, no CTA can take a third before every tile is claimed). A CTA left with
+//    no tile also leaves its last consumer's first named-barrier arrival without a taker at exit.
+//    The fix, written and not yet measured: FA8_OWN_FIRST=1, every CTA's first tile its own index
+//    (blockIdx.x < the grid <= the tiles), claims only from the grid's size on (0, the default,
+//    is the measured form: its machine code is this file's as measured).
 // 2. FA8_TREE (the claiming D = 128 kernel only): the 32 values of a row half maxed in 5 levels of
 //    independent pairs instead of a chain of 32 FMNMX from -inf (README, "Step 7 beside cuDNN in
 //    Nsight Compute": step 7 loses there on dependent-arithmetic stalls; this tree, tried then on
@@ -39,8 +48,8 @@
 //
 // Predicted before the first GPU run (2026-11-30): FA8_DYN 0.7-1.3% off the target shape's time
 // (cuDNN's quarter round at 512 heads, if the 4 extra tiles go to the CTAs that end their 31st
-// first), about 0 elsewhere; FA8_TREE 0.7-0.9% there (its earlier measurement); together 1.0-1.02x
-// cuDNN at the target shape.
+// first), about 0 elsewhere. FA8_TREE was added after that first run (of the claim alone, as a
+// run-time flag: README), predicted from its earlier measurement: 0.7-0.9% at the target shape.
 //
 // Build (nvcc 13.0, sm_90a, the judge's flags): six kernels, <D, consumers, persistent, claiming>
 // = <128, 2, no, no> (step 5's grid), <128, 2, yes, no>, <64, 2, yes, no>, <64, 3, yes, no> (step
@@ -427,6 +436,9 @@
 #ifndef FA8_TREE         // the claiming D = 128 kernel: each row half's max as a pairwise tree, not a chain
 #define FA8_TREE 1
 #endif
+#ifndef FA8_OWN_FIRST    // 1: each claiming CTA's first tile is its own index, claims start after the grid
+#define FA8_OWN_FIRST 0  // (the fix for grids of one tile a CTA, not yet measured; header); 0: as measured
+#endif
 static_assert(FA8_DYN == 0 || FA8_DYN == 1, "FA8_DYN: 0 or 1");
 
 static_assert(FA6_PERSISTENT >= 0 && FA6_PERSISTENT <= 2, "FA6_PERSISTENT: 0, 1 or 2");
@@ -713,14 +725,16 @@ attn_fwd(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtenso
             // The claim waits in shared memory, not in a register (the D = 64 producer, at 32
             // registers, spilled 8 bytes with one more live across its loop).
             __shared__ unsigned claimed;
-            if constexpr (DYN) claimed = atomicAdd(&fa8_next, 1u);
+            // FA8_OWN_FIRST: tile blockIdx.x first, then the claims' tiles from gridDim.x on
+            constexpr bool own_first = FA8_OWN_FIRST;
+            if constexpr (DYN) claimed = own_first ? blockIdx.x : atomicAdd(&fa8_next, 1u);
             auto next_tile = [&](int k, int& bh_, int& qt_) -> bool {
                 if constexpr (!DYN) {
                     return tile_of(k, bh_, qt_);
                 } else {
                     const unsigned c = *(volatile unsigned*)&claimed;
                     const int t = c < (unsigned)(BH * n_qtiles) ? (int)c : -1;
-                    if (t >= 0) claimed = atomicAdd(&fa8_next, 1u);
+                    if (t >= 0) claimed = (own_first ? gridDim.x : 0u) + atomicAdd(&fa8_next, 1u);
                     tile_ring[k & 3] = t;
                     mbar_arrive(&tile_full[k & 3]);
                     if (t < 0) return false;

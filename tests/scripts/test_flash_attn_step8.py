@@ -52,3 +52,19 @@ def test_the_claiming_kernels(builds, d):
     assert claiming["HGMMA"] == plan["HGMMA"]
     # FA8_TREE at D = 128: 31 FMNMX a row half instead of a chain of 32 from -inf
     assert claiming["FMNMX"] == plan["FMNMX"] - (4 if d == 128 else 0)
+
+
+@nvcc_test
+@needs_cuobjdump
+def test_the_own_first_fix_drops_the_first_claim(tmp_path, builds):
+    """FA8_OWN_FIRST=1 (each CTA's first tile its own index): one ATOMG fewer in each claiming kernel,
+    still no spill, the same products; the shared kernels untouched."""
+    step7, step8 = builds
+    fixed = sm90a_sass(tmp_path, STEP8, "-DFA8_OWN_FIRST=1")
+    for d in (128, 64):
+        own, shipped = ops(kernel(fixed, f"ILi{d}ELi2ELb1ELb1E")), ops(kernel(step8, f"ILi{d}ELi2ELb1ELb1E"))
+        assert own["ATOMG"] == shipped["ATOMG"] - 1 == 2
+        assert own["LDL"] == own["STL"] == 0 and own["HGMMA"] == shipped["HGMMA"]
+    for prefix in SHARED:
+        assert kernel(fixed, prefix + "Lb0E") == kernel(step7, prefix), prefix
+

@@ -90,7 +90,8 @@ def test_triton_ready_bad_options_are_usage_errors(args):
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("args", [[], ["missing.so"], ["x.so", "--rounds", "2"]])
+@pytest.mark.parametrize("args", [[], ["missing.so"], ["x.so", "--rounds", "2"], ["x.so", "--heads", "4,x"],
+                                  ["x.so", "--heads", "16"], ["x.so", "--heads", "0,8"]])
 def test_attention_tail_bad_options_are_usage_errors(args):
     r = _run(str(PROBES / "attention_tail.py"), *args)
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
