@@ -325,6 +325,72 @@ STEP9_GPC_BARRIER = [
 ]
 
 
+# Step 8 with its cluster tiles claimed as the clusters free (flash_attn step 8's FA8_DYN, for the GEMM):
+# each cluster's first tile is its id; rank 0's producer claims the next from g_cl_next (one atomicAdd
+# a tile) and hands each tile to both CTAs' producers and consumers through a ring of TRING slots in
+# shared memory (a distributed store, then an mbarrier arrive with release.cluster; the readers wait
+# with acquire.cluster). Eight slots are enough: rank 0 writes tile j's after issuing tile j - 1's
+# loads, whose last waited until every consumer of both CTAs gave back k-step it - 1 - STAGES, so every
+# consumer has started tile j - 7 or later; rank 1's producer reads its slots ahead of its consumers.
+# The last cluster to finish zeroes the counters (no host work a call).
+CLAIM_HELPERS = r"""
+// The claimed variant's hand-over: tile t into slot and one arrive on bar, in CTA `rank` of the cluster.
+__device__ __forceinline__ void cl_publish(int* slot, uint64_t* bar, uint32_t rank, int t) {
+    asm volatile(
+        "{\n.reg .b32 rs, rb;\n"
+        "mapa.shared::cluster.u32 rs, %0, %2;\n"
+        "mapa.shared::cluster.u32 rb, %1, %2;\n"
+        "st.shared::cluster.u32 [rs], %3;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];\n}\n"
+        :: "r"(smem_addr(slot)), "r"(smem_addr(bar)), "r"(rank), "r"(t) : "memory");
+}
+// Wait for phase `parity` of a barrier another CTA of the cluster may complete (acquire.cluster: its
+// store before the arrive is visible after the wait).
+__device__ __forceinline__ void cl_wait(uint64_t* bar, uint32_t parity) {
+    asm volatile(
+        "{\n.reg .pred p;\nCLW_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra CLW_%=;\n}\n" :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+"""
+CLAIMED = [
+    (CONSTANTS, "__device__ unsigned int g_cl_next, g_cl_done;  // claimed tiles: the next claim, clusters done\n"
+                "constexpr int TRING = 8;  // tile ring slots\n" + CONSTANTS),
+    ("    return *reinterpret_cast<uint32_t*>(&h);\n}\n#endif  // __CUDA_ARCH_FEAT_SM90_ALL\n",
+     "    return *reinterpret_cast<uint32_t*>(&h);\n}\n" + CLAIM_HELPERS + "#endif  // __CUDA_ARCH_FEAT_SM90_ALL\n"),
+    ("    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];\n",
+     "    __shared__ __align__(8) uint64_t full[STAGES], empty[STAGES];\n"
+     "    __shared__ int tile_ring[TRING];\n    __shared__ __align__(8) uint64_t tile_full[TRING];\n"
+     "    __shared__ unsigned cl_claimed;\n"),
+    ("            mbar_init(&empty[s], 8 * CLUSTER);   // lane 0 of each consumer warp of each CTA\n        }\n",
+     "            mbar_init(&empty[s], 8 * CLUSTER);   // lane 0 of each consumer warp of each CTA\n        }\n"
+     "        for (int i = 0; i < TRING; ++i) mbar_init(&tile_full[i], 1);  // rank 0's producer's arrive\n"),
+    (TILE_LOOP, "            bool rev = false;  // FP8_SERP: this tile's k-steps last to first\n"
+                "            if (rank == 0) cl_claimed = (unsigned)cluster;  // the first tile: the cluster's id\n"
+                "            for (int j = 0;; ++j, rev = FP8_SERP && !rev) {\n"
+                "                int t;\n"
+                "                if (rank == 0) {  // claim the next (its answer waits in shared memory), hand this one over\n"
+                "                    const unsigned c = *(volatile unsigned*)&cl_claimed;\n"
+                "                    t = c < (unsigned)ctiles ? (int)c : -1;\n"
+                "                    if (t >= 0) cl_claimed = (unsigned)clusters + atomicAdd(&g_cl_next, 1u);\n"
+                "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n"
+                "                } else {\n"
+                "                    cl_wait(&tile_full[j % TRING], (j / TRING) & 1);\n"
+                "                    t = *(volatile int*)&tile_ring[j % TRING];\n"
+                "                }\n"
+                "                if (t < 0) break;\n"),
+    ("            // Producer tail: wait until the consumers of both CTAs have released the last STAGES\n",
+     "            if (rank == 0 && atomicAdd(&g_cl_done, 1u) == (unsigned)clusters - 1) {  // the last: zero both\n"
+     "                g_cl_next = 0;\n                g_cl_done = 0;\n            }\n"
+     "            // Producer tail: wait until the consumers of both CTAs have released the last STAGES\n"),
+    ("    for (int t = cluster; t < ctiles; t += clusters, it += k_tiles) {\n",
+     "    for (int j = 0;; ++j, it += k_tiles) {\n"
+     "        cl_wait(&tile_full[j % TRING], (j / TRING) & 1);\n"
+     "        const int t = *(volatile int*)&tile_ring[j % TRING];\n"
+     "        if (t < 0) break;\n"),
+]
+
+
 # Step 9's schedule on both kernels: the three places that limit it to the wide one.
 STEP9_WIDE_ONLY = "BN == BN_WIDE && FP9_SCHED"
 
@@ -351,6 +417,7 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
     out.update({f"hgroup{g}_serp{s}.cu": f"#define FP8_SERP {s}\n#define FP8_HGROUP {g}\n" + patched(src, [HRASTER])
                 for g in (4, 8, 16, 32) for s in (0, 1)})
     out["cluster1.cu"] = patched(src, [CLUSTER1])
+    out["claimed.cu"] = patched(src, CLAIMED)
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
     out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])

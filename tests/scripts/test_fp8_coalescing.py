@@ -31,7 +31,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
     "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
     "step9_narrow.cu", "step9_gpc_barrier.cu", "step9_gpc_barrier_q2.cu",
-    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu"}
+    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu", "claimed.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -134,6 +134,24 @@ def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_
     variant, step8, shipped = (step9.kernels(tmp_path, f) for f in (src, STEP8, STEP9))
     assert variant["128"] == step8["128"]
     assert step9.consumer_ops(variant["144"])[1] == step9.consumer_ops(shipped["144"])[1]
+
+
+@nvcc_test
+@needs_cuobjdump
+def test_the_claimed_variant_claims_per_cluster_and_keeps_the_consumers_math(probe, tmp_path):
+    """Both kernels: 0 spills, two ATOMG (the claim a tile, the clusters' end count), the tile handed to
+    both CTAs by a distributed store and a release.cluster arrive; the consumers' math and sync
+    instructions are step 8's."""
+    src = tmp_path / "claimed.cu"
+    src.write_text(probe.variants(STEP8.read_text())["claimed.cu"])
+    builds_without_spills(src, tmp_path, kernels=2)
+    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
+    claimed, step8 = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP8)
+    for width in ("128", "144"):
+        ops = [step9.opcode(text) for text, _, _ in claimed[width]]
+        assert sum(op.startswith("ATOMG") for op in ops) == 2, width
+        assert not any(op.startswith("ATOMG") for op in (step9.opcode(t) for t, _, _ in step8[width]))
+        assert step9.consumer_ops(claimed[width])[1] == step9.consumer_ops(step8[width])[1], width
 
 
 def test_spreads_measures_the_sharers_of_a_round(probe):
