@@ -14,11 +14,11 @@ compute-sanitizer. Prints one line a call and the count of wrong calls; exit 1 i
 from __future__ import annotations
 
 import argparse
-import ctypes
 import sys
 from pathlib import Path
 
 import probe_args  # this folder's
+from gemm_ncu import load_solve  # this folder's: a built answer's solve(), or one line and exit 2
 
 PROBE = "flash_attn_check.py"
 # (B, H, N, D, causal)
@@ -37,12 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in a.answers:
         if not path.is_file():
             probe_args.fail(PROBE, f"no such file: {path}")
-        try:
-            solve = ctypes.CDLL(str(path.resolve())).solve
-        except (OSError, AttributeError) as e:
-            probe_args.fail(PROBE, f"{path} is not a built model answer ({str(e).splitlines()[0]})")
-        solve.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int] * 5
-        solves[path.name] = solve
+        solves[path.name] = load_solve(str(path.resolve()), 4, 5, PROBE)
     torch = probe_args.cuda_torch(PROBE)
     import torch.nn.functional as F
 
