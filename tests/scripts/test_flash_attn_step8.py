@@ -46,7 +46,7 @@ def test_step_8_keeps_step_7s_machine_code_where_it_does_not_claim(builds):
 def test_the_claiming_kernels(builds, d):
     step7, step8 = builds
     claiming, plan = ops(kernel(step8, f"ILi{d}ELi2ELb1ELb1E")), ops(kernel(step7, f"ILi{d}ELi2ELb1E"))
-    assert claiming["ATOMG"] == 3  # the first claim, a claim a work tile, the end's count
+    assert claiming["ATOMG"] == 2  # a claim a work tile, the end's count (the first tile is the CTA's own)
     assert plan["ATOMG"] == 0
     assert claiming["LDL"] == claiming["STL"] == 0  # no spill (the claim waits in shared memory)
     assert claiming["HGMMA"] == plan["HGMMA"]
@@ -56,15 +56,14 @@ def test_the_claiming_kernels(builds, d):
 
 @nvcc_test
 @needs_cuobjdump
-def test_the_own_first_fix_drops_the_first_claim(tmp_path, builds):
-    """FA8_OWN_FIRST=1 (each CTA's first tile its own index): one ATOMG fewer in each claiming kernel,
-    still no spill, the same products; the shared kernels untouched."""
+def test_the_first_form_claims_the_first_tile_too(tmp_path, builds):
+    """FA8_OWN_FIRST=0 (the first form measured: every CTA claims its first tile as well): one ATOMG more
+    in each claiming kernel, still no spill, the same products; the shared kernels untouched."""
     step7, step8 = builds
-    fixed = sm90a_sass(tmp_path, STEP8, "-DFA8_OWN_FIRST=1")
+    first = sm90a_sass(tmp_path, STEP8, "-DFA8_OWN_FIRST=0")
     for d in (128, 64):
-        own, shipped = ops(kernel(fixed, f"ILi{d}ELi2ELb1ELb1E")), ops(kernel(step8, f"ILi{d}ELi2ELb1ELb1E"))
-        assert own["ATOMG"] == shipped["ATOMG"] - 1 == 2
-        assert own["LDL"] == own["STL"] == 0 and own["HGMMA"] == shipped["HGMMA"]
+        old, shipped = ops(kernel(first, f"ILi{d}ELi2ELb1ELb1E")), ops(kernel(step8, f"ILi{d}ELi2ELb1ELb1E"))
+        assert old["ATOMG"] == shipped["ATOMG"] + 1 == 3
+        assert old["LDL"] == old["STL"] == 0 and old["HGMMA"] == shipped["HGMMA"]
     for prefix in SHARED:
-        assert kernel(fixed, prefix + "Lb0E") == kernel(step7, prefix), prefix
-
+        assert kernel(first, prefix + "Lb0E") == kernel(step7, prefix), prefix
