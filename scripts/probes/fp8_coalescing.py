@@ -50,7 +50,8 @@ their edits are in this folder's fp8_variants.py):
     step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
     claimed              step 8 with its cluster tiles claimed as the clusters free (flash_attn step
                          8's claim): each cluster's first tile its id, then one atomicAdd a tile by
-                         rank 0, handed to both CTAs through an 8-slot ring (both kernels)
+                         rank 0, handed to both CTAs through an 8-slot ring (both kernels); measured
+                         1.7-8% slower than step 8, not kept (the fp8_gemm README, "Still to write")
 
 `call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked
