@@ -51,7 +51,9 @@ their edits are in this folder's fp8_variants.py):
     claimed              step 8 with its cluster tiles claimed as the clusters free (flash_attn step
                          8's claim): each cluster's first tile its id, then one atomicAdd a tile by
                          rank 0, handed to both CTAs through an 8-slot ring (both kernels); measured
-                         1.7-8% slower than step 8, not kept (the fp8_gemm README, "Still to write")
+                         1.7-8% slower than step 8, not kept (the fp8_gemm README, "Still to write");
+                         claimed_async the same without GPU-wide fences in the hand-over (st.async into
+                         both CTAs' slots): 2.6-12.6% slower
 
 `call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked

@@ -31,7 +31,8 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "band16_gpc1.cu", "band8_gpc0_barrier.cu", "band8_gpc1_barrier.cu", "band16_gpc1_barrier.cu",
     "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
     "step9_narrow.cu", "step9_gpc_barrier.cu", "step9_gpc_barrier_q2.cu",
-    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu", "claimed.cu"}
+    "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu", "claimed.cu",
+    "claimed_async.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -153,6 +154,27 @@ def test_the_claimed_variant_claims_per_cluster_and_keeps_the_consumers_math(pro
         assert not any(op.startswith("ATOMG") for op in (step9.opcode(t) for t, _, _ in step8[width]))
         assert step9.consumer_ops(claimed[width])[1] == step9.consumer_ops(step8[width])[1], width
 
+
+
+@nvcc_test
+@needs_cuobjdump
+def test_the_async_claimed_variant_hands_over_without_gpu_fences(probe, tmp_path):
+    """claimed_async.cu: the tile goes to both CTAs by two st.async (STAS), so its kernels have no more
+    MEMBAR and CCTL than step 8's (claimed.cu's release.cluster arrive and acquire.cluster waits add
+    both); still two ATOMG, 0 spills, the consumers' math and sync instructions step 8's."""
+    src = tmp_path / "claimed_async.cu"
+    src.write_text(probe.variants(STEP8.read_text())["claimed_async.cu"])
+    builds_without_spills(src, tmp_path, kernels=2)
+    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
+    variant, step8 = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP8)
+    for width in ("128", "144"):
+        ops = [step9.opcode(text) for text, _, _ in variant[width]]
+        base = [step9.opcode(text) for text, _, _ in step8[width]]
+        assert sum(op.startswith("ATOMG") for op in ops) == 2, width
+        assert sum(op == "STAS" for op in ops) == 2, width
+        for fence in ("MEMBAR", "CCTL"):
+            assert sum(op.startswith(fence) for op in ops) == sum(op.startswith(fence) for op in base), (width, fence)
+        assert step9.consumer_ops(variant[width])[1] == step9.consumer_ops(step8[width])[1], width
 
 def test_spreads_measures_the_sharers_of_a_round(probe):
     # round 0: two CTAs read rows 0 (one GPC, 300 ns apart at k-step 0), two read rows 128 (two GPCs,
