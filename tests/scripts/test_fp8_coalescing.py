@@ -137,23 +137,28 @@ def test_step_9s_variants_change_only_the_wide_kernels_producer_side(probe, tmp_
     assert step9.consumer_ops(variant["144"])[1] == step9.consumer_ops(shipped["144"])[1]
 
 
+def claimed_ops(probe, tmp_path, name: str) -> dict[str, tuple[list[str], list[str], bool]]:
+    """Variant `name` of step 8 built (0 spills, both kernels): per kernel width, the variant's opcodes,
+    step 8's, and whether the consumers' math and sync instructions are step 8's."""
+    src = tmp_path / name
+    src.write_text(probe.variants(STEP8.read_text())[name])
+    builds_without_spills(src, tmp_path, kernels=2)
+    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
+    variant, step8 = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP8)
+    return {w: ([step9.opcode(t) for t, _, _ in variant[w]], [step9.opcode(t) for t, _, _ in step8[w]],
+                step9.consumer_ops(variant[w])[1] == step9.consumer_ops(step8[w])[1]) for w in ("128", "144")}
+
+
 @nvcc_test
 @needs_cuobjdump
 def test_the_claimed_variant_claims_per_cluster_and_keeps_the_consumers_math(probe, tmp_path):
     """Both kernels: 0 spills, two ATOMG (the claim a tile, the clusters' end count), the tile handed to
     both CTAs by a distributed store and a release.cluster arrive; the consumers' math and sync
     instructions are step 8's."""
-    src = tmp_path / "claimed.cu"
-    src.write_text(probe.variants(STEP8.read_text())["claimed.cu"])
-    builds_without_spills(src, tmp_path, kernels=2)
-    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
-    claimed, step8 = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP8)
-    for width in ("128", "144"):
-        ops = [step9.opcode(text) for text, _, _ in claimed[width]]
+    for width, (ops, base, same_math) in claimed_ops(probe, tmp_path, "claimed.cu").items():
         assert sum(op.startswith("ATOMG") for op in ops) == 2, width
-        assert not any(op.startswith("ATOMG") for op in (step9.opcode(t) for t, _, _ in step8[width]))
-        assert step9.consumer_ops(claimed[width])[1] == step9.consumer_ops(step8[width])[1], width
-
+        assert not any(op.startswith("ATOMG") for op in base)
+        assert same_math, width
 
 
 @nvcc_test
@@ -162,19 +167,13 @@ def test_the_async_claimed_variant_hands_over_without_gpu_fences(probe, tmp_path
     """claimed_async.cu: the tile goes to both CTAs by two st.async (STAS), so its kernels have no more
     MEMBAR and CCTL than step 8's (claimed.cu's release.cluster arrive and acquire.cluster waits add
     both); still two ATOMG, 0 spills, the consumers' math and sync instructions step 8's."""
-    src = tmp_path / "claimed_async.cu"
-    src.write_text(probe.variants(STEP8.read_text())["claimed_async.cu"])
-    builds_without_spills(src, tmp_path, kernels=2)
-    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
-    variant, step8 = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP8)
-    for width in ("128", "144"):
-        ops = [step9.opcode(text) for text, _, _ in variant[width]]
-        base = [step9.opcode(text) for text, _, _ in step8[width]]
+    for width, (ops, base, same_math) in claimed_ops(probe, tmp_path, "claimed_async.cu").items():
         assert sum(op.startswith("ATOMG") for op in ops) == 2, width
         assert sum(op == "STAS" for op in ops) == 2, width
         for fence in ("MEMBAR", "CCTL"):
             assert sum(op.startswith(fence) for op in ops) == sum(op.startswith(fence) for op in base), (width, fence)
-        assert step9.consumer_ops(variant[width])[1] == step9.consumer_ops(step8[width])[1], width
+        assert same_math, width
+
 
 def test_spreads_measures_the_sharers_of_a_round(probe):
     # round 0: two CTAs read rows 0 (one GPC, 300 ns apart at k-step 0), two read rows 128 (two GPCs,
