@@ -48,6 +48,10 @@ their edits are in this folder's fp8_variants.py):
                          step9_gpc_barrier_q2 the same letting 2 of a GPC's CTAs be late
     step9_every{N}       step 9 with its round barrier at every N-th round only (2, 4)
     step9_quorum{Q}      step 9 with a round barrier that lets Q CTAs be late (24, 48; step 9: 12)
+    step9_no_loads       for timing only (results wrong; `call` prints the error and times it anyway):
+                         step 9 loading nothing after the first round (each stage's barrier arrived on
+                         with no bytes); step9_no_shared_loads only the multicast operand's boxes cut:
+                         whether the main loop waits on what reaches the SMs or on the tensor cores
     claimed              step 8 with its cluster tiles claimed as the clusters free (flash_attn step
                          8's claim): each cluster's first tile its id, then one atomicAdd a tile by
                          rank 0, handed to both CTAs through an 8-slot ring (both kernels); measured

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 from conftest import ROOT, load_script, needs_cuobjdump, nvcc_test, sm90a_sass
@@ -32,7 +33,7 @@ NAMES = {f"group{g}_serp{s}.cu" for g in (2, 4, 8, 16, 32, 64) for s in (0, 1)} 
     "band16_gpc1_quorum12.cu", "trace_band8_gpc1_barrier.cu", "step9_never.cu", "step9_no_barrier.cu",
     "step9_narrow.cu", "step9_gpc_barrier.cu", "step9_gpc_barrier_q2.cu",
     "step9_every2.cu", "step9_every4.cu", "step9_quorum24.cu", "step9_quorum48.cu", "claimed.cu",
-    "claimed_async.cu"}
+    "claimed_async.cu", "step9_no_loads.cu", "step9_no_shared_loads.cu"}
 
 
 def test_write_makes_every_variant(tmp_path):
@@ -173,6 +174,32 @@ def test_the_async_claimed_variant_hands_over_without_gpu_fences(probe, tmp_path
         for fence in ("MEMBAR", "CCTL"):
             assert sum(op.startswith(fence) for op in ops) == sum(op.startswith(fence) for op in base), (width, fence)
         assert same_math, width
+
+
+
+@nvcc_test
+@needs_cuobjdump
+@pytest.mark.parametrize("name", ["step9_no_loads.cu", "step9_no_shared_loads.cu"])
+def test_the_load_cutting_variants_keep_step_9s_math(probe, tmp_path, name):
+    """For timing only: step 9 with its loads (or the shared operand's multicast) cut after the first
+    round. Both kernels build without spills and keep step 9's TMA loads (the first round's) and its
+    consumers' math and sync instructions; step9_no_loads adds an arrival without bytes beside each
+    expect_tx, step9_no_shared_loads a branch around each multicast."""
+    src = tmp_path / name
+    src.write_text(probe.variants(STEP8.read_text(), STEP9.read_text())[name])
+    builds_without_spills(src, tmp_path, kernels=2)
+    step9 = load_script(ROOT / "tests" / "scripts" / "test_fp8_gemm_step9.py")
+    variant, shipped = step9.kernels(tmp_path, src), step9.kernels(tmp_path, STEP9)
+    for width in ("128", "144"):
+        ops = Counter(step9.opcode(t) for t, _, _ in variant[width])
+        base = Counter(step9.opcode(t) for t, _, _ in shipped[width])
+        for load in ("UTMALDG.2D", "UTMALDG.2D.MULTICAST"):
+            assert ops[load] == base[load] > 0, (width, load)
+        if name == "step9_no_loads.cu":
+            assert ops["SYNCS.ARRIVE.TRANS64"] == 2 * base["SYNCS.ARRIVE.TRANS64"] > 0, width
+        else:
+            assert ops["BRA"] > base["BRA"], width
+        assert step9.consumer_ops(variant[width])[1] == step9.consumer_ops(shipped[width])[1], width
 
 
 def test_spreads_measures_the_sharers_of_a_round(probe):
