@@ -9,8 +9,8 @@ tiles, 512 lands at 4,096 / 3,960 = 1.034 of 495's time; if the 4 tiles of the l
 round, at 32 / 30 = 1.067, as 528 does (the flash_attn README, "The next steps"). Each time: 10
 back-to-back calls between CUDA events, the answer and cuDNN interleaved, the median of the rounds.
 `--heads` times other head counts instead (B = 1, H each of them; e.g. 4,8,16: 32, 64 and 128
-tiles, grids of one CTA a tile, where flash_attn step 8's claim is suspected of leaving CTAs idle),
-each against the first. Not the judge: a look inside.
+tiles, grids of one CTA a tile, where flash_attn step 8's first form of the claim left CTAs idle:
+its README, "Step 8"), each against the first. Not the judge: a look inside.
 """
 from __future__ import annotations
 

@@ -390,22 +390,8 @@ CLAIMED = [
      "        if (t < 0) break;\n"),
 ]
 
-# claimed_async, first part: the claim's answer in a register of rank 0's producer, asked for after the
-# hand-over (claimed.cu stores it to shared memory at once, before the hand-over, whose
-# release.cluster arrive then waits for the atomic too).
-CLAIMED_REG = [
-    ("    __shared__ unsigned cl_claimed;\n", ""),
-    ("            if (rank == 0) cl_claimed = (unsigned)cluster;  // the first tile: the cluster's id\n",
-     "            unsigned cl_claimed = (unsigned)cluster;  // rank 0: the next tile (the first: the cluster's id)\n"),
-    ("                    const unsigned c = *(volatile unsigned*)&cl_claimed;\n"
-     "                    t = c < (unsigned)ctiles ? (int)c : -1;\n"
-     "                    if (t >= 0) cl_claimed = (unsigned)clusters + atomicAdd(&g_cl_next, 1u);\n"
-     "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n",
-     "                    t = cl_claimed < (unsigned)ctiles ? (int)cl_claimed : -1;\n"
-     "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n"
-     "                    if (t >= 0) cl_claimed = (unsigned)clusters + atomicAdd(&g_cl_next, 1u);\n"),
-]
-# claimed_async, second part: without the two costs claimed.cu's hand-over carried that step 8's own
+# claimed_async: claimed.cu with the claim's answer in a register of rank 0's producer, asked for after
+# the hand-over, and without the two costs claimed.cu's hand-over carried that step 8's own
 # notes warn of (its mbar_arrive_cluster and mbar_wait): a release.cluster arrive makes ptxas put a
 # MEMBAR.ALL.GPU before it (twice a tile here, in rank 0's producer), and an acquire.cluster wait a
 # CCTL.IVALL (every reader, every tile). Instead rank 0 writes the tile into both CTAs' slots with
@@ -415,6 +401,9 @@ CLAIMED_REG = [
 # over the warp, a SHFL of its answer right after it, even as an atom in inline PTX: the producer
 # thread waits for the round trip there, after the hand-over, with the ring's stages ahead of it.)
 CLAIMED_ASYNC = [
+    ("    __shared__ unsigned cl_claimed;\n", ""),
+    ("            if (rank == 0) cl_claimed = (unsigned)cluster;  // the first tile: the cluster's id\n",
+     "            unsigned cl_claimed = (unsigned)cluster;  // rank 0: the next tile (the first: the cluster's id)\n"),
     ('        "mapa.shared::cluster.u32 rb, %1, %2;\\n"\n'
      '        "st.shared::cluster.u32 [rs], %3;\\n"\n'
      '        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];\\n}\\n"\n',
@@ -422,9 +411,10 @@ CLAIMED_ASYNC = [
      '        "st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [rs], %3, [rb];\\n}\\n"\n'),
     ("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;",
      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;"),
-    ("                    t = cl_claimed < (unsigned)ctiles ? (int)cl_claimed : -1;\n"
-     "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n"
-     "                    if (t >= 0) cl_claimed = (unsigned)clusters + atomicAdd(&g_cl_next, 1u);\n",
+    ("                    const unsigned c = *(volatile unsigned*)&cl_claimed;\n"
+     "                    t = c < (unsigned)ctiles ? (int)c : -1;\n"
+     "                    if (t >= 0) cl_claimed = (unsigned)clusters + atomicAdd(&g_cl_next, 1u);\n"
+     "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n",
      "                    t = cl_claimed < (unsigned)ctiles ? (int)cl_claimed : -1;\n"
      "                    mbar_expect_tx(&tile_full[j % TRING], 4);  // the slot's one arrival, its 4 bytes to come\n"
      "                    for (int r = 0; r < CLUSTER; ++r) cl_publish(&tile_ring[j % TRING], &tile_full[j % TRING], r, t);\n"
@@ -496,7 +486,7 @@ def variants(src: str, step9: str | None = None) -> dict[str, str]:
                 for g in (4, 8, 16, 32) for s in (0, 1)})
     out["cluster1.cu"] = patched(src, [CLUSTER1])
     out["claimed.cu"] = patched(src, CLAIMED)
-    out["claimed_async.cu"] = patched(out["claimed.cu"], CLAIMED_REG + CLAIMED_ASYNC)
+    out["claimed_async.cu"] = patched(out["claimed.cu"], CLAIMED_ASYNC)
     out["round_barrier.cu"] = patched(src, ROUND)
     out["round_barrier_serp0.cu"] = "#define FP8_SERP 0\n" + out["round_barrier.cu"]
     out["round_barrier_every4.cu"] = patched(out["round_barrier.cu"], [ROUND_EVERY4])
