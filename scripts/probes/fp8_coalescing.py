@@ -4,7 +4,7 @@
     python3 scripts/probes/fp8_coalescing.py metrics            # the ncu --metrics list below
     python3 scripts/probes/fp8_coalescing.py trace TRACE.so [M N K]   # sharers' load times, GPCs
     ncu --profile-from-start off --clock-control none --metrics "$(python3 scripts/probes/fp8_coalescing.py metrics)" \\
-        python3 scripts/probes/fp8_coalescing.py call LIB.so [M N K]
+        python3 scripts/probes/fp8_coalescing.py call LIB.so|cublas [M N K]
 
 `write` makes copies of `reference_solutions/fp8_gemm/08_wide_tile_144.cu` that change only how the
 tiles running at the same time line up (each .cu is a model answer: `judge compare` takes it as is;
@@ -62,7 +62,8 @@ their edits are in this folder's fp8_variants.py):
 `call` runs LIB.so (a built fp8_gemm answer, `nvcc -O3 -shared -Xcompiler -fPIC -gencode
 arch=compute_90a,code=sm_90a FILE.cu -o LIB.so -lcuda`) at M N K (default 8192³): one call checked
 against fp32 torch, then gemm_ncu.py's way of profiling (two calls, then one inside a profiler range),
-so that ncu sees exactly that call.
+so that ncu sees exactly that call. `call cublas` does the same with the problem's baseline (cuBLAS FP8
+through `torch._scaled_mm`, as problems/fp8_gemm's reference calls it).
 
 `trace TRACE.so [M N K]` (TRACE.so built from `write`'s trace.cu the same way): which SMs share a GPC
 (the CTAs of a cluster always do: scripts/probes/gpc_groups.cuh), then one traced call after two untraced ones, and how far
@@ -131,16 +132,21 @@ def inputs(torch, m: int, n: int, k: int):
 
 def call(lib: str, shape: list[str]) -> None:
     m, n, k = parse_shape(shape)
-    try:
-        solve = probe_args.load_library(Path(lib), {"solve": [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3},
-                                        "fp8_gemm").solve
-    except ValueError as e:
-        probe_args.fail(PROBE, str(e))
+    solve = None
+    if lib != "cublas":
+        try:
+            solve = probe_args.load_library(Path(lib), {"solve": [ctypes.c_void_p] * 5 + [ctypes.c_int] * 3},
+                                            "fp8_gemm").solve
+        except ValueError as e:
+            probe_args.fail(PROBE, str(e))
     torch = probe_args.cuda_torch(PROBE)
     a, b, sa, sb, c = inputs(torch, m, n, k)
 
     def run() -> None:
-        solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)
+        if solve is None:  # the problem's baseline: cuBLAS FP8 through torch._scaled_mm, into the same C
+            torch._scaled_mm(a, b.t(), sa, sb, out_dtype=torch.bfloat16, use_fast_accum=False, out=c)
+        else:
+            solve(a.data_ptr(), b.data_ptr(), sa.data_ptr(), sb.data_ptr(), c.data_ptr(), m, n, k)
 
     run(); torch.cuda.synchronize()
     ref = a.float() @ b.float().t() * 1e-4
@@ -213,7 +219,7 @@ def trace(lib: str, shape: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    usage = "usage: fp8_coalescing.py write DIR | metrics | call LIB.so [M N K] | trace TRACE.so [M N K]"
+    usage = "usage: fp8_coalescing.py write DIR | metrics | call LIB.so|cublas [M N K] | trace TRACE.so [M N K]"
     if argv[:1] == ["write"] and len(argv) == 2:
         write(argv[1])
     elif argv == ["metrics"]:

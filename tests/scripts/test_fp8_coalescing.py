@@ -218,3 +218,19 @@ def test_spreads_measures_the_sharers_of_a_round(probe):
     assert got["a round's spread at k-step 0 (us)"] == pytest.approx(0.15)  # round 0: 0.3; round 1: 0
     assert got["tile time, first to last k-step (us)"] == pytest.approx(8.0)
     assert probe.spreads(entries[-1:], gpc=[0, 0, 2]) == {}
+
+
+@pytest.mark.parametrize("argv", [["call", "cublas"], ["call", "cublas", "8192", "8192", "8192"]])
+def test_call_of_the_baseline_needs_no_library_and_says_so_without_a_gpu(argv):
+    # `call cublas` times torch._scaled_mm instead of a built answer: no .so is looked for, and on a
+    # machine without CUDA it stops at the device check (one line, exit 2), not at a missing file.
+    r = subprocess.run([sys.executable, str(PROBE), *argv], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "fp8_coalescing.py: no CUDA device answered (this probe runs on a GPU machine)"]
+
+
+def test_call_of_a_missing_library_is_one_line_and_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, str(PROBE), "call", str(tmp_path / "none.so")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "none.so" in r.stderr
