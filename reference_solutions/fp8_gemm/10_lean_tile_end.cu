@@ -1,87 +1,72 @@
-// fp8_gemm, step 9: step 8 with, at the shape that runs its 144-wide kernel (8192³), the cluster
-// tiles in GPC-ordered bands of 16 tile columns and a round barrier that lets 12 CTAs be late; step
-// 8's 128-wide kernel, unchanged (the same machine code), everywhere else. The kernel, its tiles,
-// pipeline, promotion, cluster protocol, epilogue and step 8's switches are step 8's
-// (08_wide_tile_144.cu: its header has their counts, SASS and measurements); this header is what
-// step 9 adds. The README's sections from "The L2 request coalescer" on are the way here.
+// fp8_gemm, step 10: step 9 with a leaner tile end. The producer, the schedule (GPC-ordered bands,
+// the quorum round barrier), the tiles, the k-step loop and the promotion are step 9's
+// (09_gpc_bands.cu and 08_wide_tile_144.cu have their counts); this header is what changes at the end
+// of each tile, in both kernels (128- and 144-wide), and why. README.md, "Step 10", has the runs.
 //
-// Why. At 8192³ step 8 needs 0.4-0.6% more cycles than cuBLAS and runs at a 1-2% lower clock at the
-// 700 W power limit; cuBLAS's SMs read 16-20% fewer sectors from L2 because the L2 request
-// coalescer merges 3.5 times as many of its requests. Measured with probes (README): the coalescer
-// merges only requests of SMs in one GPC that arrive together; step 8's CTAs that read the same A
-// rows run in four GPCs and load them 7-11 k-steps apart.
+// Why (H200, 2026-11-30, Nsight Compute at 8192³, one call each; README "Step 10"):
+//   - not the loads: step 9 with nothing loaded after the first round (`fp8_coalescing.py write`'s
+//     step9_no_loads) needs 1,128,881 SM cycles against step 9's 1,142,091 (-1.2%; it runs faster
+//     only at a higher clock, 1.63 GHz against 1.51, the power limit's share). Both are ~9-10% over
+//     the tensor cores' floor (28 rounds × 64 k-steps × 576 cycles = 1,032,192).
+//   - the tile end: source-level sampling (`--section SourceCounters`, scripts/probes/
+//     ncu_source_regions.py) puts 80.4% of step 9's warp samples in the k-step loop (by its share of
+//     the samples within ~1% of the floor a k-step) and 10.3% (~11% of the consumer warps') in code run
+//     once a tile: a drain
+//     (wait_group 0), the last 72 FADDs, the pack (72 FMUL, 36 F2FP), the next tile's origin (two
+//     integer divisions), its first stage, then the previous tile's stores under that stage. Both
+//     warpgroups reach it together, so the tensor cores idle through whatever one stage (576 cycles
+//     for the two) does not cover. The stores were ~570 instructions a warp: the quad's gather of
+//     each lane's 16 bytes by four shuffles whose sources and destinations depend on the lane (214
+//     SEL, 36 SHFL.IDX, ~100 ISETP) - two warps a scheduler, ~1,100 issue cycles under a 576-cycle stage.
+//   - cuBLAS's kernel (its SASS, shown by the same Nsight Compute page) drains every k-step instead
+//     (one stage accumulator, wait_group 0, the two warpgroups out of step) and stores through shared
+//     memory: STSM and a TMA store per warp, ~190 instructions a warp a tile.
 //
-// The schedule (the wide kernel only; FP9_SCHED=0 turns it off: the wide kernel is then step 8's
-// machine code):
-//   - bands: the cluster tiles (clusters of 2 along M: a cluster tile is 2 tile rows × 1 column)
-//     numbered in bands of FP9_BAND = 16 tile columns, row by row inside a band. At 8192³: 32
-//     cluster-tile rows × 57 tile columns = 1,824 cluster tiles, 66 clusters resident, 28 rounds;
-//     bands of 16, 16, 16 and 9 columns, a band 512 cluster tiles (7.8 rounds), so a round's 66
-//     tiles lie on ~4 cluster-tile rows of one band (or two): every GPC on the same 16 columns of B
-//     (18.9 MB of B a band; step 8's groups of 16 tile rows put a round on 4-5 columns of every row).
-//   - GPC order: at the first wide launch the host finds which SMs share a GPC (gpc_groups below:
-//     the CTAs of a cluster always run in one GPC; 80 launches of 8-16 one-SM CTAs, ~once per
-//     process) and uploads each SM's label. At the kernel's start rank 0 of each cluster registers
-//     its label (one atomicAdd), waits until all clusters have, and takes the place (clusters of
-//     lower labels) + (its index in its GPC): a GPC's 8-9 clusters take consecutive places of a
-//     round, i.e. consecutive tiles of one band row, which read the same A rows. Rank 1 reads rank
-//     0's place through distributed shared memory after the existing cluster barrier.
-//   - the round barrier: before each round after the first, each CTA's producer arrives (one
-//     atomicAdd) and waits until all but FP9_QUORUM = 12 of the CTAs so far have, so that a round's
-//     sharers start their tiles together and stay within a k-step (step 8: 3-5 µs apart); 12
-//     stragglers may be late, which halves what waiting for the slowest costs (README, "A barrier
-//     that does not wait for the last CTA").
-//   - counters: the last CTA to finish (a fourth counter) zeroes the others, so the next launch
-//     starts from zero with no host work per call.
-//   - no wait without an end: the registration and the barrier need every cluster resident at
-//     once, which a persistent grid sized by the occupancy query has on an idle GPU but not when
-//     another process holds SMs. So the launch's outcome is one launch-wide state, set once by
-//     compare-and-swap from 0 (registering): to 1 (lined up) by the last cluster to register, or to
-//     2 (not) by any cluster that has waited FP9_WAIT_CYCLES = 100,000 SM cycles (~65 µs at 1.5 GHz)
-//     without seeing it set; its winner also sets bit 30 of the barrier's counter, so that every
-//     round barrier of that launch passes at once. Every cluster reads the one state: all take
-//     their GPC places and wait at the barriers (1: every cluster registered while none had left
-//     its wait, so all are resident together), or all take their cluster ids' places and never wait
-//     (2: step 8's speed with bands, still correct). FP9_WAIT_CYCLES=0 forces 2 (the test of that
-//     path). This replaces a cooperative launch (the first form of this step, 2026-11-30 00:16-
-//     00:47: the driver refuses it unless all CTAs fit), which Nsight Compute failed with
-//     LaunchFailed; this form runs under Nsight Compute and `judge profile`. The counters and the
-//     state are the process's, not a launch's: two wide launches running at once (two streams) would
-//     share them, which this file does not support; the judge calls solve() one call at a time.
+// What changes (each a switch; 1 is the default unless said):
+//   1. FP10_STORE = 1: the quad's transposition as two butterfly rounds. Lane q holds, for two
+//      8-column blocks, 4 registers e = 2·(block) + (row is r + 8), each 2 columns; lane q stores the
+//      16 bytes of e = q, i.e. register q of every lane of the quad: a 4×4 transpose. Round b (1, 2)
+//      swaps register e with the partner's (lane q ^ b) e ^ b where bit b of e differs from q's: per
+//      pair of blocks 4 SHFL.BFLY and 12 SEL on lane-constant predicates (step 9: 4 SHFL.IDX, ~24
+//      SEL, ~12 ISETP). FP10_STORE = 0 is step 9's gather.
+//   2. The accumulators live across tiles and a tile's first promotion sets acc (acc = 0 + p: the
+//      zero add keeps ptxas from merging acc into the stage accumulator's registers, which it then
+//      copies under a wgmma in flight, C7515); no zeroing of acc a tile (step 9: 36 CS2R), and acc's
+//      registers hold the packed results while they are stored.
+//   3. FP10_EARLY: after a tile's drain and last promotion, the next tile's first stage is issued
+//      before the pack, so the pack, the next origin and the stores run under it (FP10_EARLY = 0:
+//      pack, then issue, step 9's order). Measured the same as 0 (0.999 / 0.999 / 1.002, with
+//      FP10_FOLD = 1): kept for the order it gives, not for a gain.
+// Measured and off by default (README, "Step 10"):
+//   - FP10_STORE = 2: each lane's 4-byte pairs stored where they are (36 STG.E, no shuffles): 1.04 /
+//     1.12 / 1.08-1.09 of step 9's time at the decode shape / 4096³ / 8192³ (without and with the seam): L2
+//     reads 156.9M sectors against 131.5M at 8192³, hardware merges halved (a warp's store covers 16
+//     bytes of each of 8 rows, half a sector; why that costs L2 reads was not traced).
+//   - FP10_SEAM = 1: the next tile's first stage queued behind a tile's last before waiting for it
+//     (every path still reaches the tile loop's head with one group in flight, stage 0 in p0). With
+//     the butterfly and FP10_EARLY = 0: 1.003 / 0.993 / 0.998 of step 9's time, where the same file
+//     without it measured 0.995 / 0.988 / 0.992 (same batch, 10:34 UTC); 1,157,451 cycles against
+//     1,137,421. A guess, not
+//     measured: the consumer now waits for the next tile's data (held by the round barrier) before
+//     it can promote, pack and give back this tile's last stage.
+//   - FP10_FOLD = 1: scale_a · scale_b folded into the promotions (FFMA for FADD, no FMUL at the
+//     end): 1.014 of the unfolded file's time at 8192³ (SLOWER), 1.005 at 4096³.
 //
-// Counts at 8192³ (Nsight Compute, one call each, H200, 2026-11-29, of the probe variants this step
-// was made from; README, "GPC-ordered bands"): sectors read from L2 178.4M (step 8), 152.6M (cuBLAS),
-// 123.3M (bands of 16 in GPC order with a full round barrier: -31%), of them merged in hardware 8.3M,
-// 33.3M, 63.5M; DRAM reads unchanged (496 against 506 MB; bands of 8 read 697 MB). The cost: the
-// barrier's waits, 2-3% more cycles with a full barrier and ~1% with the quorum, under load.
-// The schedule's own work a call: two atomicAdds (a third and a compare-and-swap by the last), a
-// spin and one load a GPC label a cluster at the start; one atomicAdd and a spin a CTA a round (27
-// rounds); one store a label and four more by the last CTA.
+// Predicted, before the runs: the seam +2-5% (wrong: no gain); the 4-byte stores ~1.5% (wrong: 8-12%
+// slower); the butterfly ~1.8% if the stores were all on the critical path. Measured (the default,
+// 10:47 UTC): `judge compare --budget 3` against step 9 0.995 / 0.992 / 0.992 (SAME by the judge's
+// 1% rule, the intervals [0.987, 0.995] and [0.990, 0.993]); Nsight Compute at 8192³ 1,139,165
+// cycles (step 9 1,147,834 in the same run, -0.8%), 245.4M warp instructions (253.8M), L2 reads
+// 121.7M sectors (131.2M); `judge submit` 0.96× / 1.01× / 1.01× cuBLAS FP8; `judge verify --table`
+// 0.974× / 1.009× / 1.013× (step 9 beside it 0.976× / 1.004× / 1.001×).
 //
-// Prediction (from those variants, before this file ran): 0.985-0.99 of step 8's time at 8192³
-// (`judge compare`: the full-barrier variant 0.989, the quorum 0.998 of that), i.e. 1.00-1.01×
-// cuBLAS FP8 in `judge submit` (step 8: 0.988-0.99×); the decode shape and 4096³ unchanged (step
-// 8's kernel), but for the first call's GPC search.
-//
-// Build (nvcc 13.0, the judge's flags, sm_90a): both kernels 168 registers at launch, 0 bytes
-// stack, 0 spills; the wide kernel 112 bytes of static shared memory (step 8: 96; the place and
-// alignment), 3,416 instructions (step 8: 2,968: the registration, barrier, reset and the unrolled
-// label sums; 7 ATOMG: 4 ADD, 2 CAS, 1 OR); its consumers, from the first QGMMA to the last, issue step 8's 16 QGMMA,
-// 216 FADD and warpgroup/barrier instructions in 998 instructions (step 8: 1,003; ptxas allocated
-// the registers anew). The 128-wide kernel is step 8's SASS instruction for instruction
-// (tests/scripts/test_fp8_gemm_step9.py). sm_80: the empty kernel pair, gpc_where_sm and the
-// fallback (solve never reaches the wide kernel or the GPC search there).
-//
-// Measured on an NVIDIA H200 (2026-11-30, README.md, "Step 9"). The first form (cooperative launch,
-// 00:16-00:47 UTC): `judge compare` against step 8 0.984-0.985 (FASTER) at 8192³; against cuBLAS FP8
-// there a tie, median 1.000× of eight runs (0.9985-1.0056×). This form (03:11-03:37, the same
-// consumers): correct on every test, also with FP8_WIDE=2 and with FP8_WIDE=2 FP9_WAIT_CYCLES=0 (the
-// unlined path on every test shape), memcheck clean; `judge compare` against step 8 1.007 / 1.001 /
-// 0.986 (FASTER) at the decode shape / 4096³ / 8192³, against the first form 1.001 / 1.000 / 1.001
-// (SAME); against cuBLAS FP8 at 8192³ still a tie (0.998× in `judge verify --table`, 1.00× in three
-// `judge submit`), under load 0.992-1.003 of its time; L2 reads 127.6-128.9M sectors (step 8 178.4M,
-// cuBLAS 152.6M); `judge profile` at 8192³ 737.9 µs. A launch that does not line up
-// (FP9_WAIT_CYCLES=0) takes 1.030 of a lined-up one's time at 8192³ (step 8's is 1.014).
+// Build (nvcc 13.0, the judge's flags, sm_90a): both kernels 168 registers at launch, 0 bytes stack,
+// 0 spills, 112 / 96 bytes of static shared memory (144 / 128), no C7514/C7515 in any of the 24
+// combinations of the switches. The wide kernel 3,256 instructions (step 9: 3,416): 24 QGMMA (16: the
+// first tile's stage 0, stage 1, the loop's two, an odd count's last, the next tile's stage 0), SHFL.BFLY 72
+// and SHFL.IDX 4 (step 9: SHFL.IDX 76), SEL 217 (464), CS2R 1 (36), STG.E.128 18 (18: the stores
+// under the next tile and the last tile's). The 128-wide kernel 2,632 (2,768). sm_80: the empty
+// kernel pair, gpc_where_sm and the fallback, as step 9.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -89,12 +74,19 @@
 #include <cuda_runtime.h>
 #include <cstdint>
 
-// Step 10's switches (header), each 1 by default; 0 measures the change apart.
+// Step 10's switches (header).
 #ifndef FP10_SEAM
-#define FP10_SEAM 1     // the next tile's first stage queued behind a tile's last (0: after the drain, step 9's place)
+#define FP10_SEAM 0     // 1: the next tile's first stage queued behind a tile's last, before its wait (measured slower)
 #endif
-#ifndef FP10_STG
-#define FP10_STG 1      // a finished tile stored as each lane's 4-byte pairs (0: step 9's shuffled 16-byte stores)
+#ifndef FP10_EARLY
+#define FP10_EARLY 1    // after a tile's drain, the next tile's first stage issued before the pack (0: after it)
+#endif
+#ifndef FP10_FOLD
+#define FP10_FOLD 0     // 1: scale_a · scale_b folded into the promotions (FFMA for FADD; measured slower)
+#endif
+#ifndef FP10_STORE
+#define FP10_STORE 1    // a finished tile's 16-byte stores through a two-round butterfly in each quad (0: step 9's
+                        // four gathering shuffles; 2: each lane's 4-byte pairs stored where they are)
 #endif
 
 // Step 8's switches.
@@ -503,52 +495,66 @@ gemm_wgmma(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CU
     int out_r = 0, out_n0 = 0;  // this lane's first row (r) and the tile's first column
     auto pack = [&](const float (&acc)[ACC], int m0, int n0) {
 #pragma unroll
-        for (int i = 0; i < BN / 4; ++i) out[i] = bf16x2(acc[2 * i] * scale, acc[2 * i + 1] * scale);
+        for (int i = 0; i < BN / 4; ++i)  // FP10_FOLD: acc already holds the scaled sums
+            out[i] = FP10_FOLD ? bf16x2(acc[2 * i], acc[2 * i + 1]) : bf16x2(acc[2 * i] * scale, acc[2 * i + 1] * scale);
         out_r = m0 + row_off + warp * 16 + lane / 4;
         out_n0 = n0;
     };
     auto store_out = [&]() {
-        if (FP10_STG && N % 2 == 0) {
-            // Each lane's pairs where they are: out[2j] is (row r, columns 8j + 2q, +1), out[2j + 1]
-            // the same of row r + 8; a warp's store covers 16 bytes of each of 8 rows. Pointers in
-            // 4-byte units: row r + 8 is 4N on, block j 4j on (immediate offsets).
+        if (FP10_STORE == 2 && N % 2 == 0) {
+            // Each lane's pairs where they are (measured slower: header): out[2j] is (row r, columns
+            // 8j + 2q, +1), out[2j + 1] the same of row r + 8; a warp's store covers 16 bytes of each
+            // of 8 rows. Pointers in 4-byte units: row r + 8 is 4N on, block j 4j on.
             uint32_t* c0 = reinterpret_cast<uint32_t*>(C + (size_t)out_r * N + out_n0 + 2 * q);
             uint32_t* c8 = c0 + (size_t)4 * N;
             const int cols = N - out_n0 - 2 * q;  // this lane's columns left in the row
             const bool r0 = out_r < M, r8 = out_r + 8 < M;
-            if (out_n0 + BN <= N) {  // the whole tile's columns: no column checks
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
+            for (int j = 0; j < BN / 8; ++j) {
+                if (8 * j < cols) {  // N even: a lane's pair is inside or outside together
                     if (r0) c0[4 * j] = out[2 * j];
                     if (r8) c8[4 * j] = out[2 * j + 1];
                 }
-            } else {
-#pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    if (8 * j < cols) {  // N even: a lane's pair is inside or outside together
-                        if (r0) c0[4 * j] = out[2 * j];
-                        if (r8) c8[4 * j] = out[2 * j + 1];
-                    }
-                }
             }
         } else if (N % 8 == 0) {
-            // A quad of lanes holds two 8-column blocks j, j+1 of rows r and r+8. Four shuffles give
-            // lane q of the quad the whole 16 bytes of one (block, row): q = 2·(block - j) + (row is r+8).
+            // A quad of lanes holds two 8-column blocks j, j+1 of rows r and r+8: lane p's out[2j + e],
+            // e = 2·(block - j) + (row is r+8), is columns 2p, 2p+1 of (block, row) e. Lane q stores
+            // the whole 16 bytes of (block, row) e = q, i.e. lane p's register q at position p: the
+            // quad's 4×4 matrix of registers transposed.
+            const bool odd = q & 1, hi = q & 2;
 #pragma unroll
             for (int j = 0; j < BN / 8; j += 2) {
-                uint32_t got[4] = {0, 0, 0, 0};  // got[p]: lane p's pair for this lane's (block, row)
+                uint32_t v[4] = {out[2 * j], out[2 * j + 1], out[2 * j + 2], out[2 * j + 3]};
+                if (FP10_STORE == 1) {
+                    // Two butterfly rounds: round b swaps v[e] with the partner's (lane q ^ b) v[e ^ b]
+                    // where bit b of e differs from bit b of q; after both, v[p] is lane p's register q.
+                    // Per pair of blocks 4 SHFL and 12 SEL on lane-constant predicates.
+                    const uint32_t s0 = odd ? v[0] : v[1], s1 = odd ? v[2] : v[3];
+                    const uint32_t r0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+                    const uint32_t r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+                    if (odd) v[0] = r0, v[2] = r1;
+                    else v[1] = r0, v[3] = r1;
+                    const uint32_t s2 = hi ? v[0] : v[2], s3 = hi ? v[1] : v[3];
+                    const uint32_t r2 = __shfl_xor_sync(0xffffffffu, s2, 2);
+                    const uint32_t r3 = __shfl_xor_sync(0xffffffffu, s3, 2);
+                    if (hi) v[0] = r2, v[1] = r3;
+                    else v[2] = r2, v[3] = r3;
+                } else {  // step 9's: round k reads lane q ^ k, which sends what lane q needs
+                    uint32_t got[4] = {0, 0, 0, 0};
 #pragma unroll
-                for (int k = 0; k < 4; ++k) {  // round k: read lane q^k, which sends what lane (its q)^k = q needs
-                    const int p = q ^ k;
-                    const uint32_t send = p == 0 ? out[2 * j] : p == 1 ? out[2 * j + 1] : p == 2 ? out[2 * j + 2]
-                                                                                                : out[2 * j + 3];
-                    const uint32_t v = __shfl_sync(0xffffffffu, send, (lane & ~3) | p);
+                    for (int k = 0; k < 4; ++k) {
+                        const int p = q ^ k;
+                        const uint32_t send = p == 0 ? v[0] : p == 1 ? v[1] : p == 2 ? v[2] : v[3];
+                        const uint32_t x = __shfl_sync(0xffffffffu, send, (lane & ~3) | p);
 #pragma unroll
-                    for (int i = 0; i < 4; ++i) got[i] = p == i ? v : got[i];
+                        for (int i = 0; i < 4; ++i) got[i] = p == i ? x : got[i];
+                    }
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) v[i] = got[i];
                 }
                 const int row = out_r + 8 * (q % 2), col = out_n0 + (j + q / 2) * 8;
                 if (row < M && col < N)  // N % 8 == 0: the 8 columns are inside or outside together
-                    *reinterpret_cast<uint4*>(C + (size_t)row * N + col) = make_uint4(got[0], got[1], got[2], got[3]);
+                    *reinterpret_cast<uint4*>(C + (size_t)row * N + col) = make_uint4(v[0], v[1], v[2], v[3]);
             }
         } else {
             uint16_t* c16 = reinterpret_cast<uint16_t*>(C);
@@ -608,14 +614,14 @@ gemm_wgmma(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CU
     auto promote = [&](float (&part)[ACC]) {
         fence_operand(part);  // its reads stay after the wait that made it valid
 #pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[i] += part[i];
+        for (int i = 0; i < ACC; ++i) acc[i] = FP10_FOLD ? fmaf(part[i], scale, acc[i]) : acc[i] + part[i];
     };
     // A tile's first promotion sets acc (no zeroing of acc at the tile's start): acc is dead from
     // the previous tile's pack to here, so the packed results being stored can live in its registers.
     auto promote_first = [&](float (&part)[ACC]) {
         fence_operand(part);
 #pragma unroll
-        for (int i = 0; i < ACC; ++i) acc[i] = 0.f + part[i];
+        for (int i = 0; i < ACC; ++i) acc[i] = FP10_FOLD ? part[i] * scale : 0.f + part[i];
     };
     // One stage: issue it into `part`, wait for the one before it (in `prev`: `wait_group 1`),
     // give that back and promote it; the FADDs run under the new stage's wgmmas, and the stage
@@ -676,10 +682,18 @@ gemm_wgmma(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CU
                     promote(p0);
                 }
             }
-            pack(acc, m0, n0);
+            if (t_next >= ctiles) {  // no next tile: nothing in flight from here on
+                pack(acc, m0, n0);
+                break;
+            }
+            if (FP10_EARLY) {  // the next tile's stage 0 first: the pack, its origin and the stores under it
+                issue(p0);
+                pack(acc, m0, n0);
+            } else {  // step 9's order: the pack before it
+                pack(acc, m0, n0);
+                issue(p0);
+            }
             have_out = true;
-            if (t_next >= ctiles) break;
-            issue(p0);  // the next tile's stage 0, after the drain
             t = t_next;
         }
         store_out();  // the last tile's: nothing left to overlap it with
