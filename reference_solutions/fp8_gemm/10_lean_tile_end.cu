@@ -10,7 +10,7 @@
 //     the tensor cores' floor (28 rounds × 64 k-steps × 576 cycles = 1,032,192).
 //   - the tile end: source-level sampling (`--section SourceCounters`, scripts/probes/
 //     ncu_source_regions.py) puts 80.4% of step 9's warp samples in the k-step loop (by its share of
-//     the samples within ~1% of the floor a k-step) and 10.3% (~11% of the consumer warps') in code run
+//     the samples within ~1% of the floor a k-step) and 10.4% (~11% of the consumer warps') in code run
 //     once a tile: a drain
 //     (wait_group 0), the last 72 FADDs, the pack (72 FMUL, 36 F2FP), the next tile's origin (two
 //     integer divisions), its first stage, then the previous tile's stores under that stage. Both
