@@ -22,7 +22,8 @@
 //     (one stage accumulator, wait_group 0, the two warpgroups out of step) and stores through shared
 //     memory: STSM and a TMA store per warp, ~190 instructions a warp a tile.
 //
-// What changes (each a switch; 1 is the default unless said):
+// What changes (each a switch; 1 is the default unless said). Step 7's switches (FP7_PIPE, FP7_ADDR,
+// FP7_PROMOTE2) are gone: their defaults are this file's only path (their others: 09_gpc_bands.cu).
 //   1. FP10_STORE = 1: the quad's transposition as two butterfly rounds. Lane q holds, for two
 //      8-column blocks, 4 registers e = 2·(block) + (row is r + 8), each 2 columns; lane q stores the
 //      16 bytes of e = q, i.e. register q of every lane of the quad: a 4×4 transpose. Round b (1, 2)
