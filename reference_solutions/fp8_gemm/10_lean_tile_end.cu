@@ -6,7 +6,7 @@
 // Why (H200, 2026-11-30, Nsight Compute at 8192³, one call each; README "Step 10"):
 //   - not the loads: step 9 with nothing loaded after the first round (`fp8_coalescing.py write`'s
 //     step9_no_loads) needs 1,128,881 SM cycles against step 9's 1,142,091 (-1.2%; it runs faster
-//     only at a higher clock, 1.63 GHz against 1.51, the power limit's share). Both are ~9-10% over
+//     only at a higher clock, 1.63 GHz against 1.51, the power limit's share). Both are ~9-11% over
 //     the tensor cores' floor (28 rounds × 64 k-steps × 576 cycles = 1,032,192).
 //   - the tile end: source-level sampling (`--section SourceCounters`, scripts/probes/
 //     ncu_source_regions.py) puts 80.4% of step 9's warp samples in the k-step loop (by its share of
@@ -19,7 +19,7 @@
 //     each lane's 16 bytes by four shuffles whose sources and destinations depend on the lane (214
 //     SEL, 36 SHFL.IDX, ~100 ISETP) - two warps a scheduler, ~1,100 issue cycles under a 576-cycle stage.
 //   - cuBLAS's kernel (its SASS, shown by the same Nsight Compute page) drains every k-step instead
-//     (one stage accumulator, wait_group 0, the two warpgroups out of step) and stores through shared
+//     (one stage accumulator, wait_group 0; its warpgroups presumably out of step) and stores through shared
 //     memory: STSM and a TMA store per warp, ~190 instructions a warp a tile.
 //
 // What changes (each a switch; 1 is the default unless said). Step 7's switches (FP7_PIPE, FP7_ADDR,
