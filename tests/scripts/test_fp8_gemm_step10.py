@@ -26,6 +26,12 @@ def ops(tmp_path, *defines: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> dict[str, list[str]]:
+    """The default build, made once for the tests that read it."""
+    return ops(tmp_path_factory.mktemp("step10"))
+
+
 def count(code: list[str], start: str) -> int:
     return sum(text.startswith(start) for text in code)
 
@@ -57,8 +63,8 @@ def test_each_switch_builds_without_spills_or_serialised_wgmma(tmp_path, defines
 
 @nvcc_test
 @needs_cuobjdump
-def test_the_stores_are_the_butterfly_by_default_and_the_gather_or_pairs_by_switch(tmp_path):
-    shipped, gather, pairs = ops(tmp_path), ops(tmp_path, "-DFP10_STORE=0"), ops(tmp_path, "-DFP10_STORE=2")
+def test_the_stores_are_the_butterfly_by_default_and_the_gather_or_pairs_by_switch(tmp_path, shipped):
+    gather, pairs = ops(tmp_path, "-DFP10_STORE=0"), ops(tmp_path, "-DFP10_STORE=2")
     for width, blocks in (("144", 18), ("128", 16)):
         # 4 SHFL.BFLY per pair of 8-column blocks, in the two stores (under the next tile, the last tile's)
         assert count(shipped[width], "SHFL.BFLY") == 2 * 4 * blocks // 2
@@ -71,9 +77,9 @@ def test_the_stores_are_the_butterfly_by_default_and_the_gather_or_pairs_by_swit
 
 @nvcc_test
 @needs_cuobjdump
-def test_early_issues_the_next_tiles_first_stage_before_the_pack(tmp_path):
+def test_early_issues_the_next_tiles_first_stage_before_the_pack(tmp_path, shipped):
     def first_after_last_drain(code: list[str]) -> str:
         last = max(i for i, text in enumerate(code) if text.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"))
         return next(text.split()[0] for text in code[last:] if text.startswith(("QGMMA", "F2FP")))
-    assert first_after_last_drain(ops(tmp_path)["144"]).startswith("QGMMA")
+    assert first_after_last_drain(shipped["144"]).startswith("QGMMA")
     assert first_after_last_drain(ops(tmp_path, "-DFP10_EARLY=0")["144"]).startswith("F2FP")
